@@ -1,0 +1,1 @@
+"""The outlast command line and local mode (not deployed: nothing here ships to Lambda)."""

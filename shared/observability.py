@@ -1,0 +1,19 @@
+"""Logger, Tracer and Metrics for every function, configured by Powertools' environment variables.
+
+Correlation id: the API Gateway request id at the edge of a request, then the job id wherever
+a job is known (`bind_job`), so one job's story reads as one thread across functions.
+"""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+def bind_job(job_id: str) -> None:
+    """Make the job id the correlation id of every log line that follows."""
+    logger.set_correlation_id(job_id)
+    logger.append_keys(job_id=job_id)

@@ -1,0 +1,30 @@
+"""The committed OpenAPI document is exactly what the code generates (`make openapi` refreshes it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from outlast.openapi import build_document, render
+
+DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+
+
+def test_committed_document_matches_the_code() -> None:
+    assert DOCUMENT.read_text() == render(), "docs/openapi.json is stale: run `make openapi` and commit it"
+
+
+def test_every_route_of_the_contract_is_documented() -> None:
+    paths = build_document()["paths"]
+    assert set(paths) == {
+        "/v1/jobs",
+        "/v1/jobs/{job_id}",
+        "/v1/jobs/{job_id}/result",
+        "/v1/jobs/{job_id}/cancellation",
+    }
+    assert set(paths["/v1/jobs"]) == {"get", "post"}
+
+
+def test_no_status_is_documented_that_the_code_never_sends() -> None:
+    for path_item in build_document()["paths"].values():
+        for operation in path_item.values():
+            assert "422" not in operation["responses"]

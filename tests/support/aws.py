@@ -1,0 +1,103 @@
+"""AWS resources for integration tests, created in moto from shared.resources (the CDK app's source)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from shared import resources as r
+
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class TestResources:
+    """Names of one test's freshly created resources."""
+
+    jobs_table: str
+    idempotency_table: str
+    bucket: str
+    cursor_secret_arn: str
+
+    def environment(self) -> dict[str, str]:
+        """The environment the CDK app gives the API functions, for these resources."""
+        return {
+            r.ENV_JOBS_TABLE: self.jobs_table,
+            r.ENV_IDEMPOTENCY_TABLE: self.idempotency_table,
+            r.ENV_PAYLOAD_BUCKET: self.bucket,
+            r.ENV_CURSOR_SECRET: self.cursor_secret_arn,
+        }
+
+
+def _jobs_table_definition(name: str) -> dict[str, Any]:
+    attributes = [
+        r.PARTITION_KEY,
+        r.SORT_KEY,
+        r.LIST_INDEX_PARTITION,
+        r.LIST_INDEX_SORT,
+        r.SWEEP_INDEX_PARTITION,
+        r.SWEEP_INDEX_SORT,
+    ]
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in attributes],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.LIST_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.LIST_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.LIST_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {
+                    "ProjectionType": "INCLUDE",
+                    "NonKeyAttributes": list(r.LIST_INDEX_PROJECTION),
+                },
+            },
+            {
+                "IndexName": r.SWEEP_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.SWEEP_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.SWEEP_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+        ],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    }
+
+
+def create_resources(endpoint: str) -> TestResources:
+    """Fresh tables, bucket and cursor secret with unique names, so tests never share state."""
+    suffix = secrets.token_hex(4)
+    names = TestResources(
+        jobs_table=f"jobs-{suffix}",
+        idempotency_table=f"idempotency-{suffix}",
+        bucket=f"payloads-{suffix}",
+        cursor_secret_arn="",
+    )
+    dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
+    dynamodb.create_table(**_jobs_table_definition(names.jobs_table))
+    dynamodb.create_table(
+        TableName=names.idempotency_table,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "AttributeType": "S"}],
+    )
+    boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=names.bucket)
+    secret = boto3.client("secretsmanager", endpoint_url=endpoint, region_name=REGION).create_secret(
+        Name=f"cursor-{suffix}", SecretString=secrets.token_urlsafe(32)
+    )
+    return TestResources(
+        jobs_table=names.jobs_table,
+        idempotency_table=names.idempotency_table,
+        bucket=names.bucket,
+        cursor_secret_arn=secret["ARN"],
+    )

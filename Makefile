@@ -55,3 +55,50 @@ openapi: $(STAMP) ## Regenerate docs/openapi.json from the code
 .PHONY: clean
 clean: ## Remove build outputs and caches (keeps .venv)
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+
+# --- CDK app (infra/) --------------------------------------------------------------------------
+# The pinned CDK CLI from package.json; cdk.json runs `python3 -m infra.app`, so the venv's python
+# goes first on PATH. Extra CLI arguments: `make deploy CDK_ARGS="-c stackName=outlast-prod"`.
+CDK := node_modules/.bin/cdk
+CDK_RUN := PATH="$(CURDIR)/$(BIN):$$PATH" $(CDK)
+CDK_ARGS ?=
+TEMPLATE := cdk.out/Outlast.template.json
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: node
+node: $(NODE_STAMP) ## Install the pinned AWS CDK CLI from package-lock.json (npm ci)
+
+.PHONY: layers
+layers: $(STAMP) ## Build the Lambda layers for arm64 with pip (needs PyPI once; cached in build/layers)
+	$(BIN)/python -m infra.packaging
+
+.PHONY: synth
+synth: $(STAMP) $(NODE_STAMP) ## Synthesize into cdk.out offline, cdk-nag included (cached layers, else placeholders)
+	$(CDK_RUN) synth --quiet -c bundle=auto $(CDK_ARGS)
+
+.PHONY: cfn-lint
+cfn-lint: synth ## Lint the synthesized template (W3005: CDK's redundant DependsOn on roles)
+	$(BIN)/cfn-lint --ignore-checks W3005 -- $(TEMPLATE)
+
+.PHONY: test-infra
+test-infra: $(STAMP) ## Infra tests only (CDK assertions, cdk-nag, cfn-lint)
+	$(BIN)/python -m pytest tests/infra $(PYTEST_ARGS)
+
+.PHONY: bootstrap
+bootstrap: $(STAMP) $(NODE_STAMP) ## cdk bootstrap: once per AWS account and region (needs credentials)
+	$(CDK_RUN) bootstrap $(CDK_ARGS)
+
+.PHONY: diff
+diff: $(STAMP) $(NODE_STAMP) ## Compare the app (real layers) with the deployed stack
+	$(CDK_RUN) diff -c bundle=true $(CDK_ARGS)
+
+.PHONY: deploy
+deploy: $(STAMP) $(NODE_STAMP) ## Build the layers if needed and deploy the stack (needs credentials)
+	$(CDK_RUN) deploy -c bundle=true $(CDK_ARGS)
+
+.PHONY: destroy
+destroy: $(STAMP) $(NODE_STAMP) ## Delete the stack; retained data stays (docs/deploy.md, "Tear down")
+	$(CDK_RUN) destroy -c bundle=auto $(CDK_ARGS)

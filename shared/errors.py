@@ -99,3 +99,29 @@ class StorageUnavailableError(OutlastError):
     """A storage call failed in a way worth retrying (throttling, a 5xx, a dropped connection)."""
 
     code = "service_unavailable"
+
+
+class ProviderError(OutlastError):
+    """The model provider failed; adapters raise one of the two subclasses, never this one."""
+
+    code = "provider_error"
+
+
+class TransientProviderError(ProviderError):
+    """Worth retrying later (timeout, connection, 429, 5xx); `retry_after` is the provider's hint."""
+
+    code = "provider_transient"
+
+    def __init__(self, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class TerminalProviderError(ProviderError):
+    """Retrying cannot help; `job_code` is the stable job error code from DESIGN.md."""
+
+    code = "provider_terminal"
+
+    def __init__(self, job_code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.job_code = job_code

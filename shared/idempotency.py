@@ -12,7 +12,7 @@ from shared.job import Caller
 
 SUBMIT_ROUTE = "POST /v1/jobs"
 MAX_KEY_CHARS = 255
-_VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]{1,255}$")
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]{1,255}")
 
 
 def parse_idempotency_key(raw: str | None) -> str:
@@ -20,7 +20,7 @@ def parse_idempotency_key(raw: str | None) -> str:
     if raw is None or raw == "":
         raise MissingIdempotencyKeyError("The Idempotency-Key header is required.")
     key = raw[1:-1] if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"') else raw
-    if not _VISIBLE_ASCII.match(key):
+    if not _VISIBLE_ASCII.fullmatch(key):
         raise InvalidIdempotencyKeyError(
             f"Idempotency-Key must be 1-{MAX_KEY_CHARS} visible ASCII characters (0x21-0x7E)."
         )

@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 JOB_ID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 _sequence_lock = threading.Lock()
@@ -23,7 +23,7 @@ def new_job_id() -> str:
 def normalize_job_id(text: str) -> str | None:
     """The canonical lowercase form of a UUID string, or None when it is not one."""
     lowered = text.lower()
-    return lowered if _UUID.match(lowered) else None
+    return lowered if _UUID.fullmatch(lowered) else None
 
 
 def new_sequence_id() -> str:

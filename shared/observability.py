@@ -6,6 +6,9 @@ a job is known (`bind_job`), so one job's story reads as one thread across funct
 
 from __future__ import annotations
 
+import os
+import uuid
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 logger = Logger()
@@ -17,3 +20,12 @@ def bind_job(job_id: str) -> None:
     """Make the job id the correlation id of every log line that follows."""
     logger.set_correlation_id(job_id)
     logger.append_keys(job_id=job_id)
+
+
+def current_trace_id() -> str:
+    """The X-Ray trace id of this invocation (a fresh id when tracing is off), for queue messages."""
+    header = os.environ.get("_X_AMZN_TRACE_ID", "")
+    for part in header.split(";"):
+        if part.startswith("Root="):
+            return part.removeprefix("Root=")
+    return uuid.uuid4().hex

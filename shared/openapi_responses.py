@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-
 from pydantic import BaseModel
 
 from shared.contract import Problem

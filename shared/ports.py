@@ -83,8 +83,11 @@ class JobRepository(Protocol):
         """Write the claim unless a live one exists; return the existing claim (None when this call won)."""
         ...
 
-    def create_job(self, job: JobRecord) -> bool:
-        """Write the job item unless it exists; True when this call created it."""
+    def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
+        """Write the job item unless it exists; True when this call created it.
+
+        `sweep_at` is when the sweeper should look at the job if nothing else has moved it.
+        """
         ...
 
     def get_job(self, job_id: str) -> JobRecord | None:
@@ -105,12 +108,31 @@ class JobRepository(Protocol):
         """Count one submit in the owner's minute window; False when the window is full."""
         ...
 
+    def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
+        """Extend a held lease (not an index key, so no index write); TransitionConflictError when lost.
+
+        The job comes back as written, so the holder sees a CancellationRequested at once.
+        """
+        ...
+
+    def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
+        """Move a Pending job's dispatchAt to now, only if nobody moved it since `job` was read."""
+        ...
+
+    def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
+        """Move a watched job's sweepAt later (a long call's lease outlived its first expiry)."""
+        ...
+
+    def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
+        """Ids of watched jobs in one sweeper-index shard whose sweepAt is at or before `due_by`."""
+        ...
+
 
 class PayloadStore(Protocol):
     """Inputs and results: a DynamoDB item when small, an S3 object when large."""
 
     def put_input(self, job_input: JobInput, location: BlobLocation, expires_at: datetime) -> None:
-        """Store the input; writing the same input twice is harmless."""
+        """Store the input once; a repeat leaves the stored one (and its retention) alone."""
         ...
 
     def get_input(self, job_id: str, location: BlobLocation) -> JobInput | None:
@@ -122,11 +144,68 @@ class PayloadStore(Protocol):
         ...
 
     def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
-        """Store the result; writing the same result twice is harmless."""
+        """Store the result once; a later writer never replaces it."""
         ...
 
     def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
         """The result, or None when it is gone."""
+        ...
+
+
+@dataclass(frozen=True)
+class JobMessage:
+    """A queue message: the job id and a trace id, nothing else (the job item is the truth)."""
+
+    job_id: str
+    trace_id: str
+
+
+class JobQueue(Protocol):
+    """The SQS jobs queue and its dead-letter queue."""
+
+    def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
+        """Send in batches of 10; return the messages that were not accepted."""
+        ...
+
+    def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        """Send one message."""
+        ...
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        """Hide a received message for `seconds` (the backoff before its next delivery)."""
+        ...
+
+    def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
+        """Park a message on the DLQ with the reason it can never succeed."""
+        ...
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One model call: which model, the rendered messages, and the output cap."""
+
+    model: str
+    messages: list[dict[str, str]]
+    max_output_tokens: int | None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the model answered and what it cost."""
+
+    text: str
+    usage: Usage | None
+
+
+class ModelProvider(Protocol):
+    """A chat model. Raises TransientProviderError or TerminalProviderError, never SDK errors.
+
+    Blocking and thread-safe: the worker runs several calls at once on its own threads, so
+    one client (and its connection pool) serves every invocation of a container.
+    """
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Make exactly one model call (no retries inside: retry policy lives in the worker)."""
         ...
 
 

@@ -58,6 +58,17 @@ TEMPLATES: dict[Operation, PromptTemplate] = {
 }
 
 
+# Every version ever shipped stays here, so a job accepted before a deploy runs with the prompt
+# it was accepted under. Add new versions; never edit or remove an old one.
+BY_VERSION: dict[str, PromptTemplate] = {template.version: template for template in TEMPLATES.values()}
+
+
 def template_for(operation: Operation) -> PromptTemplate:
-    """The current template of an operation."""
+    """The current template of an operation (what new jobs record)."""
     return TEMPLATES[operation]
+
+
+def template_for_version(operation: Operation, version: str) -> PromptTemplate:
+    """The template a job was accepted under; the current one if that version is unknown here."""
+    template = BY_VERSION.get(version)
+    return template if template is not None and template.operation is operation else TEMPLATES[operation]

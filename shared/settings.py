@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Annotated, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from shared import resources as r
 
@@ -45,6 +45,17 @@ class JobPolicySettings(EnvSettings):
     max_attempts: int = Field(default=3, alias="MAX_ATTEMPTS", ge=1, le=10)
     job_retention_days: int = Field(default=30, alias="JOB_RETENTION_DAYS", ge=1, le=365)
     idempotency_ttl_hours: int = Field(default=24, alias="IDEMPOTENCY_TTL_HOURS", ge=1, le=24 * 7)
+    # A Pending job not claimed this long after its dispatch is re-sent by the sweeper.
+    dispatch_grace_seconds: int = Field(default=900, alias="DISPATCH_GRACE_SECONDS", ge=1, le=86_400)
     poll_after_seconds: int = Field(default=2, alias="POLL_AFTER_SECONDS", ge=1, le=60)
     default_model: str = Field(default="gpt-4o-mini", alias="DEFAULT_MODEL", min_length=1)
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="ALLOWED_MODELS")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobPolicySettings:
+        # A claim that outlived its job could replay an expired job or re-create a deleted one.
+        if self.idempotency_ttl_hours > self.job_retention_days * 24:
+            raise ValueError("IDEMPOTENCY_TTL_HOURS must not exceed JOB_RETENTION_DAYS")
+        if self.default_model not in self.allowed_models:
+            raise ValueError("DEFAULT_MODEL must be one of ALLOWED_MODELS")
+        return self

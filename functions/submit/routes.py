@@ -29,7 +29,6 @@ IdempotencyKeyHeader = Annotated[
     Header(
         alias="idempotency-key",
         description="1-255 visible ASCII characters; one pair of surrounding double quotes is stripped.",
-        min_length=1,
         max_length=257,
     ),
 ]

@@ -56,6 +56,12 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         raise IdempotencyKeyReusedError("This Idempotency-Key was already used with a different request.")
     claim = existing or proposed
     bind_job(claim.job_id)
+    if existing is not None:
+        current = deps.repository.get_job(claim.job_id)
+        if current is not None:
+            logger.info("job replayed")
+            return SubmitOutcome(job=current, replayed=True)
+        # The claim exists but the job does not: the first submit stopped between its writes.
 
     job_input = JobInput(
         job_id=claim.job_id,
@@ -65,12 +71,13 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     )
     location = _location_for(job_input)
     job = _job_from_claim(claim, caller, request, location)
-    # Steps 2-3 repeat on a replay: same id, same content, conditional, so harmless if done.
+    # Steps 2-3, also when completing a crashed submit: same id, same content, both conditional.
     deps.payloads.put_input(job_input, location, expires_at=claim.job_expires_at)
-    if deps.repository.create_job(job):
+    sweep_at = job.dispatch_at + timedelta(seconds=settings.dispatch_grace_seconds)
+    if deps.repository.create_job(job, sweep_at):
         logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})
         return SubmitOutcome(job=job, replayed=existing is not None)
-    # The job exists (an earlier or concurrent submit wrote it): answer with where it stands now.
+    # A concurrent identical submit wrote the job first: answer with where it stands now.
     current = deps.repository.get_job(job.job_id)
     logger.info("job replayed")
     return SubmitOutcome(job=current or job, replayed=True)

@@ -17,12 +17,35 @@ from werkzeug.serving import BaseWSGIServer, make_server
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
+class FairLock:
+    """A lock taken in arrival order: under a steady stream of pollers, no request starves."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._next_ticket = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._condition:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            self._condition.wait_for(lambda: self._serving == ticket)
+
+    def __exit__(self, *_: object) -> None:
+        with self._condition:
+            self._serving += 1
+            self._condition.notify_all()
+
+
 class SerializedApp:
-    """WSGI middleware that lets one request into moto at a time."""
+    """WSGI middleware that lets one request into moto at a time, first come, first served.
+
+    Clients should not long-poll SQS through it: a waiting ReceiveMessage holds the line.
+    """
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
-        self._lock = threading.Lock()
+        self._lock = FairLock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         with self._lock:
@@ -65,3 +88,27 @@ class MotoServer:
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+def main() -> None:
+    """`python -m outlast.local.moto_server --port N`: serve until SIGTERM/SIGINT."""
+    import argparse  # noqa: PLC0415 - only the command line needs it
+    import logging  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(description="moto in server mode, one request at a time")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    arguments = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = MotoServer(arguments.host, arguments.port)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.stop, daemon=True).start())
+    print(f"moto: {server.endpoint}", flush=True)  # noqa: T201 - the parent process reads this line
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,7 @@ from shared.clock import epoch_seconds, to_iso
 from shared.cursor import ListPosition
 from shared.job import IdempotencyRecord, JobRecord
 from shared.lifecycle import TERMINAL, JobStatus, check_transition
-from shared.ports import JobPageSlice, Transition, TransitionConflictError
+from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -72,9 +72,8 @@ class DynamoJobRepository:
             return idempotency_from_item(item)
         return None
 
-    def create_job(self, job: JobRecord) -> bool:
+    def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """Write the job item unless it exists; its INSERT on the stream is what starts the work."""
-        sweep_at = job.dispatch_at if job.status is JobStatus.PENDING else None
         try:
             with storage_errors():
                 self._client.put_item(
@@ -150,22 +149,7 @@ class DynamoJobRepository:
     def transition(self, transition: Transition) -> JobRecord:
         """One conditional UpdateItem: the lifecycle edge, the lease, and the index keys together."""
         check_transition(transition.source, transition.target, operator_redrive=transition.operator_redrive)
-        update = _transition_update(transition)
-        try:
-            with storage_errors():
-                response = self._client.update_item(
-                    TableName=self._jobs_table,
-                    Key=job_key(transition.job_id),
-                    ReturnValues="ALL_NEW",
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **update.request(),
-                )
-        except ClientError as error:
-            if error_code(error) != _CONDITION_FAILED:
-                raise
-            old = _old_item(error)
-            raise TransitionConflictError(job_from_item(old) if old else None) from None
-        return job_from_item(response["Attributes"])
+        return self._conditional_update(transition.job_id, _transition_update(transition))
 
     def take_submit_quota(self, owner_key: str, window_start: datetime, limit: int) -> bool:
         """One conditional ADD on the owner's counter for this minute; the item expires by TTL."""
@@ -186,6 +170,65 @@ class DynamoJobRepository:
                 return False
             raise
         return True
+
+    def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
+        """Extend the lease while the holder still has it; the index keys are left alone."""
+        update = UpdateBuilder()
+        status = update.name("status")
+        running = update.value(JobStatus.RUNNING.value)
+        requested = update.value(JobStatus.CANCELLATION_REQUESTED.value)
+        update.require(f"{status} IN ({running}, {requested})")
+        update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
+        update.set("leaseExpiresAt", to_iso(lease.expires_at))
+        return self._conditional_update(job_id, update)
+
+    def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
+        """Pending stays Pending; the compare on dispatchAt makes this the one re-send of the period."""
+        update = UpdateBuilder()
+        update.require(f"{update.name('status')} = {update.value(JobStatus.PENDING.value)}")
+        update.require(f"{update.name('dispatchAt')} = {update.value(to_iso(job.dispatch_at))}")
+        update.set("dispatchAt", to_iso(now)).set("updatedAt", to_iso(now))
+        update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(job.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
+        return self._conditional_update(job.job_id, update)
+
+    def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
+        """Move a watched job's sweepAt later, if it has not changed status or lease since it was read."""
+        update = UpdateBuilder()
+        update.require(f"{update.name('status')} = {update.value(job.status.value)}")
+        if job.lease_token is not None:
+            update.require(f"{update.name('leaseToken')} = {update.value(job.lease_token)}")
+        update.set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
+        self._conditional_update(job.job_id, update)
+
+    def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
+        """One query on the sparse sweeper index: only watched jobs carry its keys, so no scan."""
+        with storage_errors():
+            response = self._client.query(
+                TableName=self._jobs_table,
+                IndexName=r.SWEEP_INDEX,
+                KeyConditionExpression="#shard = :shard AND #at <= :due",
+                ExpressionAttributeNames={"#shard": r.SWEEP_INDEX_PARTITION, "#at": r.SWEEP_INDEX_SORT},
+                ExpressionAttributeValues=serialize({":shard": shard, ":due": to_iso(due_by)}),
+                Limit=limit,
+            )
+        return [item[r.PARTITION_KEY]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
+
+    def _conditional_update(self, job_id: str, update: UpdateBuilder) -> JobRecord:
+        try:
+            with storage_errors():
+                response = self._client.update_item(
+                    TableName=self._jobs_table,
+                    Key=job_key(job_id),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **update.request(),
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            old = _old_item(error)
+            raise TransitionConflictError(job_from_item(old) if old else None) from None
+        return job_from_item(response["Attributes"])
 
 
 def _transition_update(t: Transition) -> UpdateBuilder:

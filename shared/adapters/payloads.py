@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 _BODY = "body"
+# What DynamoDB and S3 answer to a conditional create of something that already exists.
+_ALREADY_WRITTEN = frozenset({"ConditionalCheckFailedException", "PreconditionFailed", "412"})
 
 
 @dataclass(frozen=True)
@@ -100,21 +102,33 @@ class DynamoS3PayloadStore:
         return JobResult.model_validate_json(body) if body is not None else None
 
     def _put(self, kind: _Kind, job_id: str, body: str, location: BlobLocation, expires_at: datetime) -> None:
-        with storage_errors():
-            if location == "s3":
-                self._s3.put_object(
-                    Bucket=self._bucket,
-                    Key=kind.object_key(job_id),
-                    Body=body.encode("utf-8"),
-                    ContentType="application/json",
+        """Write once: a payload never changes after it exists, so a repeat (a replayed submit, a
+        second worker after a lost lease) can neither reset its retention nor replace it."""
+        try:
+            with storage_errors():
+                if location == "s3":
+                    self._s3.put_object(
+                        Bucket=self._bucket,
+                        Key=kind.object_key(job_id),
+                        Body=body.encode("utf-8"),
+                        ContentType="application/json",
+                        IfNoneMatch="*",
+                    )
+                    return
+                item = {
+                    r.TYPE_ATTRIBUTE: {"S": kind.item_type},
+                    _BODY: {"S": body},
+                    r.TTL_ATTRIBUTE: {"N": str(epoch_seconds(expires_at))},
+                }
+                self._dynamodb.put_item(
+                    TableName=self._jobs_table,
+                    Item={**kind.item_key(job_id), **item},
+                    ConditionExpression="attribute_not_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": r.PARTITION_KEY},
                 )
-                return
-            item = {
-                r.TYPE_ATTRIBUTE: {"S": kind.item_type},
-                _BODY: {"S": body},
-                r.TTL_ATTRIBUTE: {"N": str(epoch_seconds(expires_at))},
-            }
-            self._dynamodb.put_item(TableName=self._jobs_table, Item={**kind.item_key(job_id), **item})
+        except ClientError as error:
+            if error_code(error) not in _ALREADY_WRITTEN:
+                raise
 
     def _get(self, kind: _Kind, job_id: str, location: BlobLocation) -> str | None:
         if location == "s3":

@@ -1,0 +1,1 @@
+"""The CDK app that deploys outlast: one stack composed of one construct per capability."""

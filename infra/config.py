@@ -1,0 +1,206 @@
+"""Stage configuration: CDK context keys, their defaults, validated once before any construct exists.
+
+Every key is documented in docs/configuration.md. Set a key for one command with
+`cdk deploy -c workerMaxConcurrency=20` (values arrive as strings and are coerced), or for a
+stage in cdk.json / cdk.context.json (JSON values). Anything not set takes the default below.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from infra.names import DEFAULT_METRICS_NAMESPACE
+
+# Fixed by the design rather than per stage (DESIGN.md, "Cost discipline" and "Delivery and execution").
+WORKER_BATCH_SIZE = 10
+WORKER_BATCH_WINDOW_SECONDS = 2
+# SQS's advice for Lambda consumers, plus the batching window (a message waits that long before a run).
+VISIBILITY_TIMEOUT_FACTOR = 6
+# The redrive policy catches crash loops only: the worker itself fails jobs at maxAttempts.
+DLQ_EXTRA_RECEIVES = 3
+DLQ_RETENTION_DAYS = 14
+RELAY_BATCH_SIZE = 100
+RELAY_RETRY_ATTEMPTS = 3
+# Records older than this go to the relay's failure queue; the sweeper re-sends their jobs anyway.
+RELAY_MAX_RECORD_AGE_SECONDS = 3600
+SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+
+# The retention periods CloudWatch Logs accepts.
+LOG_RETENTION_DAYS = frozenset(
+    {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class BundleMode(StrEnum):
+    """How the dependency layers are produced at synth time."""
+
+    # Build missing layers with pip (needs PyPI the first time), reuse cached ones: what a deploy needs.
+    ON = "true"
+    # Placeholder layers, no pip, no network: tests and local mode (the host's venv stands in).
+    OFF = "false"
+    # Cached layers when present, placeholders otherwise: `make synth` works offline.
+    AUTO = "auto"
+
+
+def _csv(value: object) -> object:
+    """Lists come as JSON lists from cdk.json and as comma-separated strings from `-c key=a,b`."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+def _bundle(value: object) -> object:
+    if isinstance(value, bool):
+        return BundleMode.ON if value else BundleMode.OFF
+    if isinstance(value, str):
+        return value.strip().lower()
+    return value
+
+
+CsvTuple = Annotated[tuple[str, ...], BeforeValidator(_csv)]
+
+
+class StageConfig(BaseModel):
+    """One stage's settings; field aliases are the CDK context keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    # Naming and packaging.
+    stack_name: str = Field(default="outlast", alias="stackName", pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+    bundle: Annotated[BundleMode, BeforeValidator(_bundle)] = Field(default=BundleMode.ON, alias="bundle")
+    retain_data: bool = Field(default=True, alias="retainData")
+
+    # Observability.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", alias="logLevel")
+    log_retention_days: int = Field(default=30, alias="logRetentionDays")
+    metrics_namespace: str = Field(default=DEFAULT_METRICS_NAMESPACE, alias="metricsNamespace", min_length=1)
+    alarm_email: str | None = Field(default=None, alias="alarmEmail")
+    oldest_message_alarm_seconds: int = Field(default=1800, alias="oldestMessageAlarmSeconds", ge=60)
+    iterator_age_alarm_seconds: int = Field(default=300, alias="iteratorAgeAlarmSeconds", ge=60)
+    sweeper_recovery_alarm_threshold: int = Field(default=5, alias="sweeperRecoveryAlarmThreshold", ge=1)
+
+    # Identity and the HTTP API.
+    self_sign_up: bool = Field(default=False, alias="selfSignUp")
+    threat_protection: bool = Field(default=False, alias="threatProtection")
+    cors_allowed_origins: CsvTuple = Field(default=("*",), alias="corsAllowedOrigins", min_length=1)
+    api_throttle_rate_limit: float = Field(default=100, alias="apiThrottleRateLimit", gt=0)
+    api_throttle_burst_limit: int = Field(default=200, alias="apiThrottleBurstLimit", ge=1)
+    api_memory_mb: int = Field(default=512, alias="apiMemoryMb", ge=128, le=10_240)
+
+    # Job policy (the functions' JobPolicySettings).
+    job_retention_days: int = Field(default=30, alias="jobRetentionDays", ge=1, le=365)
+    idempotency_ttl_hours: int = Field(default=24, alias="idempotencyTtlHours", ge=1, le=24 * 7)
+    input_retention_hours: int = Field(default=24, alias="inputRetentionHours", ge=1, le=24 * 30)
+    max_attempts: int = Field(default=3, alias="maxAttempts", ge=1, le=10)
+    submits_per_minute: int = Field(default=60, alias="submitsPerMinute", ge=1, le=100_000)
+    poll_after_seconds: int = Field(default=2, alias="pollAfterSeconds", ge=1, le=60)
+    default_model: str = Field(default="gpt-4o-mini", alias="defaultModel", min_length=1)
+    allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="allowedModels", min_length=1)
+    openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
+
+    # The worker.
+    worker_timeout_seconds: int = Field(default=300, alias="workerTimeoutSeconds", ge=30)
+    worker_max_concurrency: int = Field(default=10, alias="workerMaxConcurrency", ge=2, le=1000)
+    worker_memory_mb: int = Field(default=512, alias="workerMemoryMb", ge=128, le=10_240)
+    lease_seconds: int = Field(default=60, alias="leaseSeconds", ge=5, le=900)
+    heartbeat_seconds: float = Field(default=20, alias="heartbeatSeconds", gt=0, le=300)
+    provider_timeout_seconds: float = Field(default=120, alias="providerTimeoutSeconds", gt=0, le=900)
+    backoff_base_seconds: float = Field(default=2, alias="backoffBaseSeconds", gt=0, le=300)
+    backoff_cap_seconds: float = Field(default=300, alias="backoffCapSeconds", gt=0, le=43_200)
+    release_margin_seconds: float = Field(default=15, alias="releaseMarginSeconds", ge=1, le=300)
+
+    # The sweeper.
+    sweep_schedule: str = Field(
+        default="rate(1 minute)", alias="sweepSchedule", pattern=r"^(rate|cron)\(.+\)$"
+    )
+    dispatch_grace_seconds: int = Field(default=900, alias="dispatchGraceSeconds", ge=1, le=86_400)
+
+    @classmethod
+    def from_context(cls, lookup: Callable[[str], Any]) -> Self:
+        """Read every key through `lookup` (e.g. `node.try_get_context`); unset keys take defaults."""
+        aliases = [field.alias for field in cls.model_fields.values() if field.alias is not None]
+        raw = {alias: value for alias in aliases if (value := lookup(alias)) is not None}
+        return cls.model_validate(raw)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"must be one of {sorted(LOG_RETENTION_DAYS)}")
+        return value
+
+    @field_validator("alarm_email", "openai_base_url", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("alarm_email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        if value is not None and not _EMAIL.match(value):
+            raise ValueError("not an email address")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        problems = [
+            message
+            for broken, message in (
+                (
+                    self.worker_timeout_seconds > LAMBDA_MAX_TIMEOUT_SECONDS,
+                    f"workerTimeoutSeconds must be at most {LAMBDA_MAX_TIMEOUT_SECONDS}",
+                ),
+                (
+                    self.provider_timeout_seconds + self.release_margin_seconds
+                    >= self.worker_timeout_seconds,
+                    "providerTimeoutSeconds + releaseMarginSeconds must be below workerTimeoutSeconds",
+                ),
+                (self.heartbeat_seconds >= self.lease_seconds, "heartbeatSeconds must be below leaseSeconds"),
+                (
+                    self.backoff_base_seconds > self.backoff_cap_seconds,
+                    "backoffBaseSeconds must not exceed backoffCapSeconds",
+                ),
+                (
+                    self.idempotency_ttl_hours > self.job_retention_days * 24,
+                    "idempotencyTtlHours must not exceed the job retention (DESIGN.md, Idempotency)",
+                ),
+                (self.default_model not in self.allowed_models, "defaultModel must be in allowedModels"),
+                (
+                    self.api_throttle_burst_limit < self.api_throttle_rate_limit,
+                    "apiThrottleBurstLimit must be at least apiThrottleRateLimit",
+                ),
+            )
+            if broken
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def jobs_queue_visibility_seconds(self) -> int:
+        """6 x the worker timeout + the batching window (DESIGN.md, "Cost discipline")."""
+        return VISIBILITY_TIMEOUT_FACTOR * self.worker_timeout_seconds + WORKER_BATCH_WINDOW_SECONDS
+
+    @property
+    def dlq_max_receive_count(self) -> int:
+        """maxAttempts + 3 (DESIGN.md, "Delivery and execution")."""
+        return self.max_attempts + DLQ_EXTRA_RECEIVES
+
+    @property
+    def input_object_expiration_days(self) -> int:
+        """S3 expires objects by age in whole days: a job's run plus the retention after it ends."""
+        return math.ceil(self.input_retention_hours / 24) + 1

@@ -1,0 +1,1 @@
+"""One construct per capability; the stack composes them."""

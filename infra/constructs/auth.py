@@ -1,0 +1,87 @@
+"""Identity: the Cognito user pool whose ID tokens the HTTP API's JWT authorizer accepts."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cognito as cognito
+from constructs import Construct
+
+from infra import nag
+from infra.config import StageConfig
+from infra.function_factory import removal_policy
+from infra.names import TENANT_ATTRIBUTE, USER_POOL, USER_POOL_CLIENT
+
+
+class Auth(Construct):
+    """User pool (strong passwords, `custom:tenant` set by admins only) and the API's app client."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig) -> None:
+        super().__init__(scope, construct_id)
+        self.user_pool = cognito.UserPool(
+            self,
+            USER_POOL,
+            self_sign_up_enabled=config.self_sign_up,
+            sign_in_aliases=cognito.SignInAliases(username=True, email=True),
+            sign_in_case_sensitive=False,
+            standard_attributes=cognito.StandardAttributes(
+                email=cognito.StandardAttribute(required=False, mutable=True)
+            ),
+            custom_attributes={
+                TENANT_ATTRIBUTE: cognito.StringAttribute(min_len=1, max_len=64, mutable=True)
+            },
+            password_policy=cognito.PasswordPolicy(
+                min_length=12,
+                require_lowercase=True,
+                require_uppercase=True,
+                require_digits=True,
+                require_symbols=True,
+                temp_password_validity=Duration.days(3),
+            ),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+            # Optional TOTP: people can enrol; service users that sign in with admin auth are not
+            # challenged. SMS stays off (no SMS role, no per-message cost).
+            mfa=cognito.Mfa.OPTIONAL,
+            mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+            feature_plan=cognito.FeaturePlan.PLUS
+            if config.threat_protection
+            else cognito.FeaturePlan.ESSENTIALS,
+            standard_threat_protection_mode=(
+                cognito.StandardThreatProtectionMode.FULL_FUNCTION if config.threat_protection else None
+            ),
+            deletion_protection=config.retain_data,
+            removal_policy=removal_policy(config),
+        )
+        self.client = self.user_pool.add_client(
+            USER_POOL_CLIENT,
+            auth_flows=cognito.AuthFlow(user_password=True, user_srp=True, admin_user_password=True),
+            generate_secret=False,
+            disable_o_auth=True,
+            prevent_user_existence_errors=True,
+            enable_token_revocation=True,
+            id_token_validity=Duration.minutes(60),
+            access_token_validity=Duration.minutes(60),
+            refresh_token_validity=Duration.days(30),
+            # The tenant is readable in tokens but only admins may write it (DESIGN.md, "Identity").
+            read_attributes=cognito.ClientAttributes()
+            .with_standard_attributes(email=True, email_verified=True)
+            .with_custom_attributes(TENANT_ATTRIBUTE),
+            write_attributes=cognito.ClientAttributes().with_standard_attributes(email=True),
+        )
+        self._acknowledge(config)
+
+    def _acknowledge(self, config: StageConfig) -> None:
+        nag.acknowledge(
+            self.user_pool,
+            "AwsSolutions-COG2",
+            "MFA is optional (TOTP), not required: the API's callers include service users that sign in "
+            "with admin auth and cannot answer an MFA challenge. People should enrol; the strong password "
+            "policy and short-lived ID tokens (60 minutes) apply to everyone.",
+        )
+        if not config.threat_protection:
+            nag.acknowledge(
+                self.user_pool,
+                "AwsSolutions-COG8",
+                "Threat protection (advanced security) needs the Cognito Plus feature plan, billed per "
+                "monthly active user on top of Essentials. Stages that want it set the context key "
+                "threatProtection=true, which switches to Plus with FULL_FUNCTION enforcement.",
+            )

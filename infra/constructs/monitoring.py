@@ -1,0 +1,251 @@
+"""Alarms and a dashboard. Each alarm's description says what it means, what to do, and where
+the runbook section is (docs/runbook.md#<anchor>). With `alarmEmail` set, alarms notify an
+encrypted SNS topic with an email subscription.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.api import Api
+from infra.constructs.outbox import Outbox
+from infra.function_factory import removal_policy
+from infra.names import ALARM_TOPIC, SWEEPER_RECOVERIES_METRIC, FunctionName, Runbook
+
+_GTE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+_ONE_MINUTE = Duration.minutes(1)
+_FIVE_MINUTES = Duration.minutes(5)
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    """One alarm: the metric, when it fires, and what the reader should do."""
+
+    construct_id: str
+    metric: cloudwatch.IMetric
+    threshold: float
+    meaning: str
+    action: str
+    runbook: Runbook
+    evaluation_periods: int = 1
+
+    @property
+    def description(self) -> str:
+        """What it means, what to do, where to read more: the text an on-call person sees first."""
+        return f"{self.meaning} What to do: {self.action} Runbook: {self.runbook.link}"
+
+
+class Monitoring(Construct):
+    """Alarms on the failure signals of every stage of a job's journey, and one dashboard."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        api: Api,
+        outbox: Outbox,
+        functions: Mapping[FunctionName, lambda_.IFunction],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = self._topic(config) if config.alarm_email else None
+        self.sweeper_recoveries = cloudwatch.Metric(
+            namespace=config.metrics_namespace,
+            metric_name=SWEEPER_RECOVERIES_METRIC,
+            dimensions_map={"service": FunctionName.SWEEPER.service},
+            statistic=cloudwatch.Stats.SUM,
+            period=Duration.minutes(15),
+        )
+        relay = functions[FunctionName.RELAY]
+        self.iterator_age = relay.metric(
+            "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=_FIVE_MINUTES
+        )
+        specs = [
+            AlarmSpec(
+                "DlqNotEmpty",
+                outbox.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Messages are in the jobs DLQ: poison messages, or jobs whose worker crashed repeatedly.",
+                "Inspect them with `outlast dlq list`, fix the cause, then `outlast dlq redrive`.",
+                Runbook.DLQ_NOT_EMPTY,
+            ),
+            AlarmSpec(
+                "OldestMessageAge",
+                outbox.jobs_queue.metric_approximate_age_of_oldest_message(
+                    period=_FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                config.oldest_message_alarm_seconds,
+                "Jobs wait in the queue longer than expected: the worker is too slow, capped or failing.",
+                "Check worker errors and throttles, the provider's rate limits, and workerMaxConcurrency.",
+                Runbook.OLDEST_MESSAGE_AGE,
+            ),
+            AlarmSpec(
+                "StreamIteratorAge",
+                self.iterator_age,
+                config.iterator_age_alarm_seconds * 1000,
+                "The relay lags behind the jobs table stream: new jobs reach the queue late.",
+                "Check relay errors and throttles and its failure queue; the sweeper re-sends lost jobs.",
+                Runbook.STREAM_ITERATOR_AGE,
+            ),
+            AlarmSpec(
+                "RelayFailures",
+                outbox.relay_failures.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Stream batches exhausted the relay's retries; their jobs were not forwarded to the queue.",
+                "Read the failure records and the relay logs; the sweeper re-sends the jobs after the grace.",
+                Runbook.RELAY_FAILURES,
+            ),
+            AlarmSpec(
+                "SweeperRecoveries",
+                self.sweeper_recoveries,
+                config.sweeper_recovery_alarm_threshold,
+                "The sweeper recovered many jobs: dispatches are being lost or leases keep expiring.",
+                "Check the relay and the worker (timeouts, crashes) for why jobs got stuck.",
+                Runbook.SWEEPER_RECOVERIES,
+            ),
+        ]
+        for name, function in functions.items():
+            specs.append(
+                AlarmSpec(
+                    f"{name.construct_id}Errors",
+                    function.metric_errors(period=_FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+                    1,
+                    f"The {name.value} function failed invocations (unhandled errors or timeouts).",
+                    f"Read the {name.value} logs and traces; roll back if a deploy caused the failures.",
+                    Runbook.FUNCTION_ERRORS,
+                )
+            )
+            specs.append(
+                AlarmSpec(
+                    f"{name.construct_id}Throttles",
+                    function.metric_throttles(period=_FIVE_MINUTES, statistic=cloudwatch.Stats.SUM),
+                    1,
+                    f"The {name.value} function was throttled: the account's concurrency is exhausted.",
+                    "Find what uses the concurrency; ask for a higher Lambda concurrency quota if needed.",
+                    Runbook.FUNCTION_THROTTLES,
+                )
+            )
+        self.alarms = [self._alarm(spec) for spec in specs]
+        self.dashboard = self._dashboard(api, outbox, functions)
+
+    def _topic(self, config: StageConfig) -> sns.Topic:
+        # CloudWatch cannot publish to a topic encrypted with the AWS managed SNS key: it needs a
+        # customer managed key whose policy lets the CloudWatch service use it.
+        key = kms.Key(
+            self,
+            f"{ALARM_TOPIC}Key",
+            description="outlast: encrypts the alarm topic",
+            enable_key_rotation=True,
+            removal_policy=removal_policy(config),
+        )
+        cloudwatch_service = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        key.grant(cloudwatch_service, "kms:Decrypt", "kms:GenerateDataKey*")
+        topic = sns.Topic(self, ALARM_TOPIC, display_name="outlast alarms", master_key=key, enforce_ssl=True)
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[cloudwatch_service],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        if config.alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        return topic
+
+    def _alarm(self, spec: AlarmSpec) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            spec.construct_id,
+            metric=spec.metric,
+            threshold=spec.threshold,
+            evaluation_periods=spec.evaluation_periods,
+            comparison_operator=_GTE,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=spec.description,
+        )
+        if self.topic is not None:
+            alarm.add_alarm_action(actions.SnsAction(self.topic))
+            alarm.add_ok_action(actions.SnsAction(self.topic))
+        return alarm
+
+    def _dashboard(
+        self, api: Api, outbox: Outbox, functions: Mapping[FunctionName, lambda_.IFunction]
+    ) -> cloudwatch.Dashboard:
+        http_api = api.http_api
+        queues = (outbox.jobs_queue, outbox.dead_letter_queue, outbox.relay_failures)
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24, height=4)
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="API requests",
+                left=[
+                    http_api.metric_count(),
+                    http_api.metric_client_error(),
+                    http_api.metric_server_error(),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="API latency (p50, p99)",
+                left=[http_api.metric_latency(statistic="p50"), http_api.metric_latency(statistic="p99")],
+                width=12,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Queues: visible messages",
+                left=[q.metric_approximate_number_of_messages_visible(label=q.node.id) for q in queues],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Jobs queue: in flight and oldest age",
+                left=[outbox.jobs_queue.metric_approximate_number_of_messages_not_visible()],
+                right=[outbox.jobs_queue.metric_approximate_age_of_oldest_message()],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Relay iterator age and sweeper recoveries",
+                left=[self.iterator_age],
+                right=[self.sweeper_recoveries],
+                width=8,
+            ),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Function errors",
+                left=[f.metric_errors(label=n.value) for n, f in functions.items()],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Function throttles",
+                left=[f.metric_throttles(label=n.value) for n, f in functions.items()],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Function duration (p99)",
+                left=[f.metric_duration(statistic="p99", label=n.value) for n, f in functions.items()],
+                width=8,
+            ),
+        )
+        return dashboard

@@ -1,0 +1,95 @@
+"""The worker: claims jobs from the jobs queue, calls the model, writes the terminal state.
+
+Batches of up to 10 messages after a 2 s batching window, run concurrently inside one invocation,
+partial failures reported per message. The event source's maximum concurrency caps how many
+invocations call the provider at once: it protects the provider's rate limit, and keeps Lambda
+from throttling the queue's pollers.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from infra import grants, nag
+from infra.config import WORKER_BATCH_SIZE, WORKER_BATCH_WINDOW_SECONDS, StageConfig
+from infra.constructs.outbox import Outbox
+from infra.constructs.storage import Storage
+from infra.environment import worker_environment
+from infra.function_factory import FunctionFactory, FunctionSpec, removal_policy
+from infra.names import OPENAI_SECRET, FunctionName
+from infra.packaging import WORKER_LAYER
+from shared import resources as r
+
+
+class Worker(Construct):
+    """The OpenAI key secret, the worker function and its queue trigger."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        factory: FunctionFactory,
+        storage: Storage,
+        outbox: Outbox,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # Created with a random placeholder; the operator stores the real key (docs/deploy.md).
+        # The value is never in code, the template or an environment variable.
+        self.openai_secret = secretsmanager.Secret(
+            self,
+            OPENAI_SECRET,
+            description="outlast: the OpenAI API key used by the worker (set by the operator)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=32, exclude_punctuation=True
+            ),
+            removal_policy=removal_policy(config),
+        )
+        self.function = factory.create(
+            self,
+            FunctionSpec(
+                name=FunctionName.WORKER,
+                layer=WORKER_LAYER,
+                environment=worker_environment(
+                    config,
+                    jobs_table=storage.jobs_table.table_name,
+                    bucket=storage.payload_bucket.bucket_name,
+                    jobs_queue_url=outbox.jobs_queue.queue_url,
+                    dlq_url=outbox.dead_letter_queue.queue_url,
+                    openai_secret_arn=self.openai_secret.secret_arn,
+                ),
+                timeout=Duration.seconds(config.worker_timeout_seconds),
+                memory_mb=config.worker_memory_mb,
+                description="outlast worker: claim a job, call the model, record the outcome",
+            ),
+        )
+        # Claim, heartbeat and transitions (UpdateItem), the job and its input (GetItem), results (PutItem).
+        grants.grant_table(storage.jobs_table, self.function, ["GetItem", "PutItem", "UpdateItem"])
+        grants.grant_objects(storage.payload_bucket, self.function, ["GetObject"], [r.INPUT_PREFIX])
+        grants.grant_objects(storage.payload_bucket, self.function, ["PutObject"], [r.RESULT_PREFIX])
+        grants.grant_missing_objects_as_404(storage.payload_bucket, self.function)
+        # The event source grants receive/delete; visibility changes are the worker's backoff, so say so.
+        outbox.jobs_queue.grant(self.function, "sqs:ChangeMessageVisibility")
+        # Poison messages are moved to the DLQ by the worker itself (DESIGN.md, "Delivery and execution").
+        outbox.dead_letter_queue.grant_send_messages(self.function)
+        self.openai_secret.grant_read(self.function)
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                outbox.jobs_queue,
+                batch_size=WORKER_BATCH_SIZE,
+                max_batching_window=Duration.seconds(WORKER_BATCH_WINDOW_SECONDS),
+                report_batch_item_failures=True,
+                max_concurrency=config.worker_max_concurrency,
+            )
+        )
+        nag.acknowledge(
+            self.openai_secret,
+            "AwsSolutions-SMG4",
+            "An OpenAI API key cannot be rotated by a Secrets Manager rotation function: the operator "
+            "creates a new key in the OpenAI console, stores it with put-secret-value and revokes the old "
+            "one (docs/deploy.md). Workers pick the new value up within the Parameters cache age.",
+        )

@@ -1,0 +1,154 @@
+"""Each function's environment: only what its settings model reads, named by that model's aliases.
+
+The variable names are never spelled here: they come from the functions' settings models (whose
+aliases come from `shared.resources`). Each environment is validated against its model at synth
+time, so a missing or out-of-range setting fails `cdk synth`, not a cold start in AWS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from functions.relay.settings import RelaySettings
+from functions.status.settings import StatusSettings
+from functions.submit.settings import SubmitSettings
+from functions.sweeper.settings import SweeperSettings
+from functions.worker.settings import WorkerSettings
+from infra.config import StageConfig
+from infra.names import FunctionName
+from shared.settings import EnvSettings
+
+Value = str | int | float | bool | tuple[str, ...] | None
+
+
+def _text(value: str | int | float | bool | tuple[str, ...]) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, float):
+        return format(value, "g")
+    return str(value)
+
+
+def settings_environment(model: type[EnvSettings], values: Mapping[str, Value]) -> dict[str, str]:
+    """Environment variables for `model`'s fields (None: not set); validated against the model."""
+    environment: dict[str, str] = {}
+    for field_name, value in values.items():
+        field = model.model_fields.get(field_name)
+        if field is None or field.alias is None:
+            raise KeyError(f"{model.__name__} has no aliased field {field_name!r}")
+        if value is not None:
+            environment[field.alias] = _text(value)
+    model.model_validate(environment)
+    return environment
+
+
+def powertools_environment(config: StageConfig, function: FunctionName) -> dict[str, str]:
+    """What Powertools reads in every function."""
+    return {
+        "POWERTOOLS_SERVICE_NAME": function.service,
+        "POWERTOOLS_METRICS_NAMESPACE": config.metrics_namespace,
+        "POWERTOOLS_LOG_LEVEL": config.log_level,
+        # The tracer would otherwise store each handler's response in the trace: model output
+        # and status documents have no place in X-Ray (DESIGN.md, "Security").
+        "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+    }
+
+
+def submit_environment(
+    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str
+) -> dict[str, str]:
+    """The submit function: where to write, and the policy applied to new jobs."""
+    return settings_environment(
+        SubmitSettings,
+        {
+            "jobs_table": jobs_table,
+            "idempotency_table": idempotency_table,
+            "payload_bucket": bucket,
+            "submits_per_minute": config.submits_per_minute,
+            "max_attempts": config.max_attempts,
+            "default_model": config.default_model,
+            "allowed_models": config.allowed_models,
+            "poll_after_seconds": config.poll_after_seconds,
+            "job_retention_days": config.job_retention_days,
+            "idempotency_ttl_hours": config.idempotency_ttl_hours,
+            # New jobs get their sweep time from it: it must agree with the sweeper's.
+            "dispatch_grace_seconds": config.dispatch_grace_seconds,
+        },
+    )
+
+
+def status_environment(
+    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, cursor_secret_arn: str
+) -> dict[str, str]:
+    """The status function (status, result, list, cancel)."""
+    return settings_environment(
+        StatusSettings,
+        {
+            "jobs_table": jobs_table,
+            "idempotency_table": idempotency_table,
+            "payload_bucket": bucket,
+            "cursor_secret": cursor_secret_arn,
+            "poll_after_seconds": config.poll_after_seconds,
+            "input_retention_hours": config.input_retention_hours,
+        },
+    )
+
+
+def relay_environment(jobs_queue_url: str) -> dict[str, str]:
+    """The relay function: the queue it forwards new jobs to."""
+    return settings_environment(RelaySettings, {"jobs_queue_url": jobs_queue_url})
+
+
+def worker_environment(
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    bucket: str,
+    jobs_queue_url: str,
+    dlq_url: str,
+    openai_secret_arn: str,
+) -> dict[str, str]:
+    """The worker: storage, queues, the provider, and the timing of leases, retries and releases."""
+    return settings_environment(
+        WorkerSettings,
+        {
+            "jobs_table": jobs_table,
+            "payload_bucket": bucket,
+            "jobs_queue_url": jobs_queue_url,
+            "dlq_url": dlq_url,
+            "openai_secret": openai_secret_arn,
+            "max_attempts": config.max_attempts,
+            "lease_seconds": config.lease_seconds,
+            "heartbeat_seconds": config.heartbeat_seconds,
+            "provider_timeout_seconds": config.provider_timeout_seconds,
+            "backoff_base_seconds": config.backoff_base_seconds,
+            "backoff_cap_seconds": config.backoff_cap_seconds,
+            "release_margin_seconds": config.release_margin_seconds,
+            "input_retention_hours": config.input_retention_hours,
+            # Jobs the worker puts back to Pending get their sweep time from it, as new jobs do.
+            "dispatch_grace_seconds": config.dispatch_grace_seconds,
+            "default_model": config.default_model,
+            "allowed_models": config.allowed_models,
+            # Unset means the SDK's default endpoint; set only to reach a compatible gateway.
+            "openai_base_url": config.openai_base_url,
+        },
+    )
+
+
+def sweeper_environment(
+    config: StageConfig, *, jobs_table: str, bucket: str, jobs_queue_url: str
+) -> dict[str, str]:
+    """The sweeper: what counts as stuck, and where recovered jobs are re-sent."""
+    return settings_environment(
+        SweeperSettings,
+        {
+            "jobs_table": jobs_table,
+            "payload_bucket": bucket,
+            "jobs_queue_url": jobs_queue_url,
+            "dispatch_grace_seconds": config.dispatch_grace_seconds,
+            "lease_seconds": config.lease_seconds,
+            "input_retention_hours": config.input_retention_hours,
+        },
+    )

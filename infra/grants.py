@@ -1,0 +1,84 @@
+"""Grants narrower than the L2 `grant_*` helpers where those are wider than a function needs.
+
+- DynamoDB: `Table.grant*` add `<table>/index/*` to every statement once a table has an index,
+  and `grant_read_write_data` brings BatchWriteItem, DeleteItem and Scan with it. Here a role gets
+  exactly the actions it calls, on the table and on the indexes it queries by name.
+- S3: `Bucket.grant_read`/`grant_put` bring `s3:GetObject*`, `s3:List*`, `s3:Abort*` and friends.
+  Here a role gets exactly GetObject or PutObject, on the key prefixes it uses (plus ListBucket
+  for readers, so that a missing object reads as 404, not 403).
+Both go through `iam.Grant`, like the L2 helpers, so the statements land in the role's policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import IConstruct
+
+from infra import nag
+
+
+def grant_table(
+    table: dynamodb.ITable, grantee: iam.IGrantable, actions: Sequence[str], *, indexes: Sequence[str] = ()
+) -> iam.Grant:
+    """`dynamodb:<action>` for each action, on the table and the named indexes only."""
+    resources = [table.table_arn, *(f"{table.table_arn}/index/{name}" for name in indexes)]
+    return iam.Grant.add_to_principal(
+        grantee=grantee, actions=[f"dynamodb:{action}" for action in actions], resource_arns=resources
+    )
+
+
+def grant_objects(
+    bucket: s3.IBucket, grantee: iam.IGrantable, actions: Sequence[str], prefixes: Sequence[str]
+) -> iam.Grant:
+    """`s3:<action>` for each action, on the objects under the given key prefixes only.
+
+    Acknowledges the cdk-nag wildcard finding on each prefix: object keys are per-job ids, so a
+    prefix is the narrowest resource there is.
+    """
+    grant = iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=[f"s3:{action}" for action in actions],
+        resource_arns=[bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes],
+    )
+    for prefix in prefixes:
+        nag.acknowledge(
+            _policy_scope(grantee),
+            nag.wildcard_resource(f"<{_logical_id(bucket)}.Arn>/{prefix}*"),
+            f"Objects under {prefix} are named by job id, unknown until a job exists: the key prefix is "
+            f"the narrowest resource, and only {', '.join(actions)} is allowed on it.",
+        )
+    return grant
+
+
+def grant_missing_objects_as_404(bucket: s3.IBucket, grantee: iam.IGrantable) -> iam.Grant:
+    """`s3:ListBucket` on the bucket, for roles that read objects which may have expired.
+
+    Without it S3 answers GetObject on a missing key with 403 AccessDenied instead of 404
+    NoSuchKey, and an expired input or result would look like a permission error.
+    """
+    return iam.Grant.add_to_principal(
+        grantee=grantee, actions=["s3:ListBucket"], resource_arns=[bucket.bucket_arn]
+    )
+
+
+def _policy_scope(grantee: iam.IGrantable) -> IConstruct:
+    """Where the grantee's policy lives: its role when it has one (a function), else itself."""
+    role = getattr(grantee, "role", None)
+    if isinstance(role, iam.Role):
+        return role
+    if isinstance(grantee, iam.Role):
+        return grantee
+    raise TypeError("grant_objects needs a function or a role")
+
+
+def _logical_id(bucket: s3.IBucket) -> str:
+    stack = Stack.of(bucket)
+    child = bucket.node.default_child
+    if not isinstance(child, s3.CfnBucket):
+        raise TypeError("grant_objects needs a bucket defined in this app")
+    return str(stack.resolve(child.logical_id))

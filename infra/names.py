@@ -1,0 +1,136 @@
+"""Construct ids, handler strings, routes and output keys: the names the CDK app, local mode and tests share.
+
+Table keys, index names and environment variable names live in `shared.resources`; this module
+holds only what exists because of the CDK app. Construct ids are part of the logical ids in the
+template, so changing one here replaces the resource on the next deploy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+# The stack's construct id: the template is `cdk.out/<STACK_ID>.template.json`. The CloudFormation
+# stack name is a context setting (`stackName`), so several stages can live in one account.
+STACK_ID = "Outlast"
+
+# One construct per capability, composed by the stack.
+AUTH = "Auth"
+STORAGE = "Storage"
+OUTBOX = "Outbox"
+WORKER = "Worker"
+SWEEPER = "Sweeper"
+API = "Api"
+MONITORING = "Monitoring"
+PACKAGING = "Packaging"
+
+# Constructs inside the capabilities that local mode and tests look up.
+USER_POOL = "UserPool"
+USER_POOL_CLIENT = "Client"
+JOBS_TABLE = "JobsTable"
+IDEMPOTENCY_TABLE = "IdempotencyTable"
+PAYLOAD_BUCKET = "PayloadBucket"
+JOBS_QUEUE = "JobsQueue"
+JOBS_DLQ = "JobsDlq"
+RELAY_FAILURE_QUEUE = "RelayFailures"
+OPENAI_SECRET = "OpenAiKey"  # noqa: S105 - a construct id, not a secret
+CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
+HTTP_API = "HttpApi"
+ALARM_TOPIC = "AlarmTopic"
+SWEEP_RULE = "Schedule"
+
+# The function factory names each function's constructs after it (`<Name>Function`, `<Name>Role`, ...).
+FUNCTION_SUFFIX = "Function"
+ROLE_SUFFIX = "Role"
+LOG_GROUP_SUFFIX = "Logs"
+
+# Powertools: one metrics namespace (a context setting, default below) and the service per function,
+# which is also the `service` dimension of every metric a function emits.
+DEFAULT_METRICS_NAMESPACE = "outlast"
+SWEEPER_RECOVERIES_METRIC = "SweeperRecoveries"
+
+
+class FunctionName(StrEnum):
+    """The five functions; the value is the construct id prefix and the Powertools service name."""
+
+    SUBMIT = "submit"
+    STATUS = "status"
+    RELAY = "relay"
+    WORKER = "worker"
+    SWEEPER = "sweeper"
+
+    @property
+    def construct_id(self) -> str:
+        """`Submit`, `Status`, ...: the prefix of the function's construct ids."""
+        return self.value.capitalize()
+
+    @property
+    def handler(self) -> str:
+        """The handler string, relative to the code asset (which holds `functions/` and `shared/`)."""
+        return f"functions.{self.value}.handler.lambda_handler"
+
+    @property
+    def service(self) -> str:
+        """POWERTOOLS_SERVICE_NAME, and so the `service` metric dimension."""
+        return self.value
+
+
+@dataclass(frozen=True)
+class Route:
+    """One HTTP API route and the function that serves it."""
+
+    method: str
+    path: str
+    function: FunctionName
+
+    @property
+    def key(self) -> str:
+        """The API Gateway route key, e.g. `POST /v1/jobs`."""
+        return f"{self.method} {self.path}"
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("POST", "/v1/jobs", FunctionName.SUBMIT),
+    Route("GET", "/v1/jobs", FunctionName.STATUS),
+    Route("GET", "/v1/jobs/{jobId}", FunctionName.STATUS),
+    Route("GET", "/v1/jobs/{jobId}/result", FunctionName.STATUS),
+    Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
+)
+
+# CORS (DESIGN.md, "HTTP contract"): what browsers may send and read.
+CORS_ALLOW_HEADERS = ("Authorization", "Content-Type", "Idempotency-Key")
+CORS_EXPOSE_HEADERS = ("Location", "Retry-After", "Idempotent-Replayed")
+
+# The Cognito custom attribute that carries the tenant (`custom:tenant` in tokens).
+TENANT_ATTRIBUTE = "tenant"
+
+
+class Output(StrEnum):
+    """Stack output keys (`aws cloudformation describe-stacks` and `cdk deploy --outputs-file`)."""
+
+    API_URL = "ApiUrl"
+    USER_POOL_ID = "UserPoolId"
+    USER_POOL_CLIENT_ID = "UserPoolClientId"
+    JOBS_QUEUE_URL = "JobsQueueUrl"
+    DLQ_URL = "DlqUrl"
+    JOBS_TABLE_NAME = "JobsTableName"
+    IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
+    PAYLOAD_BUCKET_NAME = "PayloadBucketName"
+    OPENAI_SECRET_ARN = "OpenAiSecretArn"  # noqa: S105 - an output key, not a secret
+
+
+class Runbook(StrEnum):
+    """Anchors in docs/runbook.md that alarm descriptions link to."""
+
+    DLQ_NOT_EMPTY = "dlq-not-empty"
+    OLDEST_MESSAGE_AGE = "oldest-message-age"
+    STREAM_ITERATOR_AGE = "stream-iterator-age"
+    FUNCTION_ERRORS = "function-errors"
+    FUNCTION_THROTTLES = "function-throttles"
+    SWEEPER_RECOVERIES = "sweeper-recoveries"
+    RELAY_FAILURES = "relay-failures"
+
+    @property
+    def link(self) -> str:
+        """Where the alarm's reader finds what to do."""
+        return f"docs/runbook.md#{self.value}"

@@ -1,0 +1,88 @@
+"""The stack: composes one construct per capability and publishes the outputs operators need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.api import Api
+from infra.constructs.auth import Auth
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.outbox import Outbox
+from infra.constructs.storage import Storage
+from infra.constructs.sweeper import Sweeper
+from infra.constructs.worker import Worker
+from infra.function_factory import FunctionFactory
+from infra.names import (
+    API,
+    AUTH,
+    MONITORING,
+    OUTBOX,
+    PACKAGING,
+    STORAGE,
+    SWEEPER,
+    WORKER,
+    FunctionName,
+    Output,
+)
+from infra.packaging import Packaging
+
+DESCRIPTION = "outlast: durable LLM jobs on AWS serverless"
+PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not deployable]"
+
+
+class OutlastStack(Stack):
+    """Auth, storage, outbox, worker, sweeper, API and monitoring; nothing else lives here."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, description=DESCRIPTION, **kwargs)
+        factory = FunctionFactory(self, PACKAGING, config=config, packaging=packaging)
+        if factory.placeholder_layers:
+            self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
+        auth = Auth(self, AUTH, config=config)
+        storage = Storage(self, STORAGE, config=config)
+        outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
+        worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
+        sweeper = Sweeper(self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox)
+        api = Api(self, API, config=config, factory=factory, auth=auth, storage=storage)
+        functions = {
+            **api.functions,
+            FunctionName.RELAY: outbox.relay,
+            FunctionName.WORKER: worker.function,
+            FunctionName.SWEEPER: sweeper.function,
+        }
+        Monitoring(self, MONITORING, config=config, api=api, outbox=outbox, functions=functions)
+
+        outputs = {
+            Output.API_URL: (api.http_api.api_endpoint, "Base URL of the HTTP API (`outlast --api-url`)"),
+            Output.USER_POOL_ID: (
+                auth.user_pool.user_pool_id,
+                "Cognito user pool: create users, set custom:tenant",
+            ),
+            Output.USER_POOL_CLIENT_ID: (
+                auth.client.user_pool_client_id,
+                "App client that signs users in; its ID tokens are the API's bearer tokens",
+            ),
+            Output.JOBS_QUEUE_URL: (outbox.jobs_queue.queue_url, "Jobs queue (the worker's trigger)"),
+            Output.DLQ_URL: (
+                outbox.dead_letter_queue.queue_url,
+                "Jobs DLQ: `outlast dlq list` / `dlq redrive`",
+            ),
+            Output.JOBS_TABLE_NAME: (storage.jobs_table.table_name, "Jobs table (jobs, inputs, results)"),
+            Output.IDEMPOTENCY_TABLE_NAME: (
+                storage.idempotency_table.table_name,
+                "Idempotency claims and submit-rate counters",
+            ),
+            Output.PAYLOAD_BUCKET_NAME: (storage.payload_bucket.bucket_name, "Inputs and results above 8 KB"),
+            Output.OPENAI_SECRET_ARN: (
+                worker.openai_secret.secret_arn,
+                "Secret that holds the OpenAI API key: put the real key here after the first deploy",
+            ),
+        }
+        for key, (value, description) in outputs.items():
+            CfnOutput(self, key.value, value=value, description=description)

@@ -1,0 +1,1 @@
+"""The `outlast` subcommands, one module per group; each registers itself on the parser."""

@@ -1,0 +1,126 @@
+"""`outlast local up` and `outlast local token`: the local stack and its sign-in."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import boto3
+
+from outlast.local.stack import LocalOptions, LocalStack, read_state
+
+if TYPE_CHECKING:
+    from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
+
+DEFAULT_PORT = 8000
+
+
+def _pairs(values: list[str] | None) -> dict[str, str]:
+    pairs = {}
+    for value in values or []:
+        key, separator, item = value.partition("=")
+        if not separator:
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+        pairs[key] = item
+    return pairs
+
+
+def register(commands: Any) -> None:
+    """Add `local up` and `local token`."""
+    group = commands.add_parser("local", help="run outlast on this machine").add_subparsers(
+        dest="local_command", required=True, metavar="COMMAND"
+    )
+    up = group.add_parser("up", help="start the local stack (Ctrl-C stops it)")
+    up.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP API port (default 8000)")
+    up.add_argument("--cdk-out", type=Path, help="cloud assembly directory (default cdk.out.local)")
+    up.add_argument("--context", "-c", action="append", metavar="KEY=VALUE", help="CDK context for the synth")
+    up.add_argument(
+        "--env", action="append", metavar="KEY=VALUE", help="override a function environment variable"
+    )
+    up.add_argument(
+        "--schedule-seconds", type=float, help="run scheduled functions this often (default: their rate)"
+    )
+    up.add_argument("--verbose", "-v", action="store_true", help="print function logs")
+    up.set_defaults(run=_up)
+
+    token = group.add_parser("token", help="print an ID token for a local user (created if missing)")
+    token.add_argument("--user", required=True, help="user name")
+    token.add_argument("--tenant", help="the user's custom:tenant (admin-set)")
+    token.add_argument("--port", type=int, default=DEFAULT_PORT, help="port of the running local stack")
+    token.set_defaults(run=_token)
+
+
+def _up(arguments: argparse.Namespace) -> int:
+    options = LocalOptions(
+        port=arguments.port,
+        context=_pairs(arguments.context),
+        environment=_pairs(arguments.env),
+        schedule_seconds=arguments.schedule_seconds,
+        verbose=arguments.verbose,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    if arguments.cdk_out is not None:
+        options.cdk_out = arguments.cdk_out
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stack = LocalStack(options)
+    try:
+        stack.start()
+        print(f"ready: {stack.front.url}", flush=True)
+        stop.wait()
+    finally:
+        print("stopping...", file=sys.stderr, flush=True)
+        stack.stop()
+    return 0
+
+
+def local_client(service: str, state: dict[str, Any]) -> Any:
+    """A boto3 client for the local stack's moto, with its dummy credentials (never the caller's)."""
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        endpoint_url=state["awsEndpoint"],
+        region_name=state["region"],
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 - moto's dummy credentials
+    )
+
+
+def issue_token(state: dict[str, Any], user: str, tenant: str | None) -> str:
+    """An ID token from the local user pool; the user is created (or its tenant updated) first."""
+    cognito = local_client("cognito-idp", state)
+    pool, client = state["userPoolId"], state["userPoolClientId"]
+    attributes: list[AttributeTypeTypeDef] = [{"Name": "custom:tenant", "Value": tenant}] if tenant else []
+    try:
+        cognito.admin_get_user(UserPoolId=pool, Username=user)
+        if attributes:
+            cognito.admin_update_user_attributes(UserPoolId=pool, Username=user, UserAttributes=attributes)
+    except cognito.exceptions.UserNotFoundException:
+        cognito.admin_create_user(
+            UserPoolId=pool, Username=user, UserAttributes=attributes, MessageAction="SUPPRESS"
+        )
+    # A fresh random password each time: nobody needs to remember a local user's password.
+    password = "Aa1!" + secrets.token_urlsafe(16)
+    cognito.admin_set_user_password(UserPoolId=pool, Username=user, Password=password, Permanent=True)
+    result = cognito.admin_initiate_auth(
+        UserPoolId=pool,
+        ClientId=client,
+        AuthFlow="ADMIN_USER_PASSWORD_AUTH",
+        AuthParameters={"USERNAME": user, "PASSWORD": password},
+    )
+    return str(result["AuthenticationResult"]["IdToken"])
+
+
+def _token(arguments: argparse.Namespace) -> int:
+    try:
+        state = read_state(arguments.port)
+    except FileNotFoundError as error:
+        print(error, file=sys.stderr)
+        return 2
+    print(issue_token(state, arguments.user, arguments.tenant))
+    return 0

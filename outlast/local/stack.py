@@ -1,0 +1,548 @@
+"""`outlast local up`: the whole system on one machine, built from the synthesized template.
+
+moto (server mode, its own process) holds the tables, queues, buckets, secrets and user pool,
+created from the template's properties. Each function runs its template handler string from
+its cdk.out asset in awslambdaric processes, with its template environment resolved to the
+local resources. The HTTP front, the event source pollers, the schedule and a TTL reaper
+(moto never expires items) run as threads of this process, with the local model server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from outlast.local import event_sources
+from outlast.local.event_sources import SqsSource, StreamSource
+from outlast.local.http_front import ApiConfig, ApiFront, Cors, Route, TokenBucket
+from outlast.local.jwt_auth import JwtAuthorizer, JwtVerifier
+from outlast.local.lambda_runtime import FunctionError, FunctionPool, FunctionSpec, host_environment
+from outlast.local.model_server import ModelServer
+from outlast.local.provision import LocalResources, Provisioner
+from outlast.local.synth import PROJECT_ROOT, synthesize
+from outlast.local.template import REGION, Resolver, Resource, Template
+
+# Local policy on top of the template (DESIGN.md, "Local mode"): backoff from 1 s doubling to
+# 20 s, a 5 s provider timeout, and no X-Ray daemon to send traces to.
+LOCAL_FUNCTION_ENVIRONMENT = {
+    "BACKOFF_BASE_SECONDS": "1",
+    "BACKOFF_CAP_SECONDS": "20",
+    "PROVIDER_TIMEOUT_SECONDS": "5",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+}
+LOCAL_CONCURRENCY = 4  # per function: two cores do not gain from more processes
+STATE_DIR = PROJECT_ROOT / ".local"
+
+
+@dataclass
+class LocalOptions:
+    """How to run the local stack."""
+
+    port: int = 8000
+    cdk_out: Path = PROJECT_ROOT / "cdk.out.local"
+    context: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    schedule_seconds: float | None = None  # run scheduled functions this often instead of their rate
+    reap_seconds: float = 5.0
+    verbose: bool = False
+    log: Callable[[str], None] = print
+
+
+def state_path(port: int) -> Path:
+    """Where a running stack on `port` describes itself (for `outlast local token` and tests)."""
+    return STATE_DIR / f"stack-{port}.json"
+
+
+def read_state(port: int) -> dict[str, Any]:
+    """The state file of the stack on `port`."""
+    path = state_path(port)
+    if not path.exists():
+        raise FileNotFoundError(f"no local stack on port {port}: start one with `outlast local up`")
+    state: dict[str, Any] = json.loads(path.read_text())
+    return state
+
+
+def _rate_seconds(expression: str) -> float:
+    found = re.fullmatch(r"rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)", expression.strip())
+    if not found:
+        return 60.0  # a cron expression: locally, once a minute
+    unit = {"minute": 60, "hour": 3600, "day": 86400}[found.group(2).rstrip("s")]
+    return int(found.group(1)) * unit
+
+
+class _Loop:
+    """A daemon thread running `step` until stopped; exceptions are logged, not fatal."""
+
+    def __init__(
+        self, name: str, step: Callable[[], object], pause: float, log: Callable[[str], None]
+    ) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(step, pause, log), name=name, daemon=True)
+
+    def _run(self, step: Callable[[], object], pause: float, log: Callable[[str], None]) -> None:
+        while not self._stop.is_set():
+            try:
+                step()
+            except Exception as error:  # noqa: BLE001 - a poller must outlive one bad round
+                if not self._stop.is_set():
+                    log(f"[{self._thread.name}] {type(error).__name__}: {error}")
+            self._stop.wait(pause)
+
+    def start(self) -> _Loop:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self) -> None:
+        self._thread.join(timeout=5)
+
+
+class LocalStack:
+    """Starts and stops every local piece; `start()` returns once the API answers."""
+
+    def __init__(self, options: LocalOptions) -> None:
+        self.options = options
+        self._template: Template | None = None
+        self._resolver: Resolver | None = None
+        self.resources = LocalResources()
+        self.moto: subprocess.Popen[bytes] | None = None
+        self.endpoint = ""
+        self._model: ModelServer | None = None
+        self.pools: dict[str, FunctionPool] = {}
+        self._front: ApiFront | None = None
+        self.loops: list[_Loop] = []
+        self.scheduled: list[str] = []
+
+    @property
+    def template(self) -> Template:
+        """The synthesized template (after start)."""
+        if self._template is None:
+            raise RuntimeError("the local stack is not started")
+        return self._template
+
+    @property
+    def resolver(self) -> Resolver:
+        """Intrinsic functions resolved to local resources (after start)."""
+        if self._resolver is None:
+            raise RuntimeError("the local stack is not started")
+        return self._resolver
+
+    @property
+    def model(self) -> ModelServer:
+        """The local model server (after start)."""
+        if self._model is None:
+            raise RuntimeError("the local stack is not started")
+        return self._model
+
+    @property
+    def front(self) -> ApiFront:
+        """The HTTP front (after start)."""
+        if self._front is None:
+            raise RuntimeError("the local stack is not started")
+        return self._front
+
+    # --- start -----------------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        """Synthesize (or reuse cdk.out), start moto, create resources, start functions and fronts."""
+        log = self.options.log
+        log("synthesizing the CDK app (reused when fresh)...")
+        self._template = synthesize(self.options.cdk_out, self.options.context)
+        self._start_moto()
+        self._resolver = Resolver(self._template)
+        self.resources = Provisioner(self._template, self._resolver, self.endpoint).provision()
+        self._model = ModelServer().start()
+        self._start_functions()
+        self._front = ApiFront(self._api_config(), port=self.options.port).start()
+        self._start_mappings()
+        self._start_schedules()
+        self._start_reaper()
+        self._write_state()
+        return self
+
+    def _start_moto(self) -> None:
+        STATE_DIR.mkdir(exist_ok=True)
+        port = _free_port()
+        # Its output goes to a file: a pipe nobody reads would fill up and stall every AWS call.
+        with (STATE_DIR / "moto.log").open("w") as log:
+            self.moto = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [sys.executable, "-m", "outlast.local.moto_server", "--port", str(port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self.endpoint = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while not _accepts(port):
+            if self.moto.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("moto did not start; see .local/moto.log")
+            time.sleep(0.05)
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
+
+    def _base_environment(self) -> dict[str, str]:
+        return {
+            **host_environment(),
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,  # boto3 reads this one; Lambda sets both
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "OPENAI_BASE_URL": self.model.url,
+        }
+
+    def _function_spec(self, resource: Resource) -> FunctionSpec:
+        properties = self.resolver.resolve(resource.properties)
+        variables = {k: str(v) for k, v in properties.get("Environment", {}).get("Variables", {}).items()}
+        environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **self.options.environment}
+        return FunctionSpec(
+            logical_id=resource.logical_id,
+            name=str(self.resolver.ref(resource.logical_id)),
+            handler=str(properties["Handler"]),
+            code_dir=self.template.asset_path(resource),
+            environment=environment,
+            timeout_seconds=float(properties.get("Timeout", 3)),
+            memory_mb=int(properties.get("MemorySize", 128)),
+            concurrency=LOCAL_CONCURRENCY,
+        )
+
+    def _start_functions(self) -> None:
+        base = self._base_environment()
+        for resource in self.template.resources("AWS::Lambda::Function"):
+            if "Handler" not in resource.properties or not str(
+                resource.properties.get("Runtime", "")
+            ).startswith("python"):
+                continue  # CDK's own helper functions (custom resources) do not run locally
+            spec = self._function_spec(resource)
+            self.pools[spec.arn] = FunctionPool(spec, base, self._function_log(spec))
+
+    def _function_log(self, spec: FunctionSpec) -> Callable[[str], None]:
+        STATE_DIR.mkdir(exist_ok=True)
+        path = STATE_DIR / f"{spec.logical_id}.log"
+        lock = threading.Lock()
+        handle = path.open("a", encoding="utf-8")
+
+        def log(line: str) -> None:
+            with lock:
+                handle.write(line + "\n")
+                handle.flush()
+            if self.options.verbose:
+                self.options.log(f"[{spec.name}] {line}")
+
+        return log
+
+    def invoker(self, function_arn: str) -> Callable[[dict[str, Any]], Any]:
+        """Invoke a function by ARN; a function failure becomes the pollers' FunctionError."""
+        pool = self.pools[function_arn]
+
+        def invoke(event: dict[str, Any]) -> Any:
+            try:
+                return pool.invoke(event)
+            except FunctionError as error:
+                self.options.log(f"[{pool.spec.name}] invocation failed: {error.error_type}")
+                raise event_sources.FunctionError(error.error_type) from error
+
+        return invoke
+
+    def function_arn(self, name_or_logical_id: str) -> str:
+        """A local function's ARN from its logical id, physical name or a prefix of either."""
+        for arn, pool in self.pools.items():
+            spec = pool.spec
+            if name_or_logical_id in {spec.logical_id, spec.name} or spec.logical_id.startswith(
+                name_or_logical_id
+            ):
+                return arn
+        raise KeyError(name_or_logical_id)
+
+    # --- the HTTP API ------------------------------------------------------------------------
+
+    def _api_config(self) -> ApiConfig:
+        resolve = self.resolver.resolve
+        apis = list(self.template.resources("AWS::ApiGatewayV2::Api"))
+        api_id = apis[0].logical_id.lower()[:10] if apis else "local"
+        integrations = {
+            r.logical_id: resolve(r.properties)
+            for r in self.template.resources("AWS::ApiGatewayV2::Integration")
+        }
+        authorizers = {
+            r.logical_id: self._verifier(resolve(r.properties))
+            for r in self.template.resources("AWS::ApiGatewayV2::Authorizer")
+            if r.properties.get("AuthorizerType") == "JWT"
+        }
+        routes = []
+        for resource in self.template.resources("AWS::ApiGatewayV2::Route"):
+            properties = resource.properties
+            target = str(resolve(properties.get("Target", "")))
+            integration = integrations[_logical_id_from_target(target, properties.get("Target"))]
+            function_arn = str(integration["IntegrationUri"])
+            authorizer_ref = properties.get("AuthorizerId", {})
+            authorizer = (
+                authorizers.get(authorizer_ref.get("Ref", "")) if isinstance(authorizer_ref, dict) else None
+            )
+            if properties.get("AuthorizationType") == "JWT" and authorizer is None:
+                raise RuntimeError(
+                    f"route {properties['RouteKey']} names a JWT authorizer local mode cannot find"
+                )
+            routes.append(
+                Route(str(properties["RouteKey"]), self.invoker(self._arn_of(function_arn)), authorizer)
+            )
+        return ApiConfig(api_id=api_id, routes=routes, cors=self._cors(apis), throttle=self._throttle())
+
+    def _arn_of(self, uri: str) -> str:
+        # An integration URI may be the function ARN or the apigateway invoke path around it.
+        found = re.search(r"arn:aws:lambda:[^/]+:function:[^/]+?(?=/invocations|$)", uri)
+        return found.group(0) if found else uri
+
+    def _verifier(self, properties: dict[str, Any]) -> JwtVerifier:
+        configuration = properties["JwtConfiguration"]
+        issuer = str(configuration["Issuer"])
+        pool_id = issuer.rstrip("/").rsplit("/", 1)[-1]
+        source = (properties.get("IdentitySource") or ["$request.header.Authorization"])[0]
+        header = str(source).rsplit(".", 1)[-1].lower()
+        return JwtVerifier(
+            JwtAuthorizer(
+                issuer=issuer,
+                audiences=tuple(str(a) for a in configuration.get("Audience", [])),
+                jwks_url=f"{self.endpoint}/{pool_id}/.well-known/jwks.json",
+                identity_header=header,
+            )
+        )
+
+    def _cors(self, apis: list[Resource]) -> Cors | None:
+        if not apis or "CorsConfiguration" not in apis[0].properties:
+            return None
+        cors = self.resolver.resolve(apis[0].properties["CorsConfiguration"])
+        return Cors(
+            allow_origins=tuple(cors.get("AllowOrigins", [])),
+            allow_headers=tuple(cors.get("AllowHeaders", [])),
+            allow_methods=tuple(cors.get("AllowMethods", [])),
+            expose_headers=tuple(cors.get("ExposeHeaders", [])),
+            max_age=cors.get("MaxAge"),
+            allow_credentials=bool(cors.get("AllowCredentials", False)),
+        )
+
+    def _throttle(self) -> TokenBucket | None:
+        for stage in self.template.resources("AWS::ApiGatewayV2::Stage"):
+            settings = self.resolver.resolve(stage.properties).get("DefaultRouteSettings", {})
+            if "ThrottlingRateLimit" in settings:
+                rate = float(settings["ThrottlingRateLimit"])
+                return TokenBucket(rate=rate, burst=float(settings.get("ThrottlingBurstLimit", rate)))
+        return None
+
+    # --- event source mappings, schedules, TTL ---------------------------------------------------
+
+    def _start_mappings(self) -> None:
+        for resource in self.template.resources("AWS::Lambda::EventSourceMapping"):
+            properties = self.resolver.resolve(resource.properties)
+            function_arn = self.function_arn(str(properties["FunctionName"]))
+            source_arn = str(properties["EventSourceArn"])
+            filters = [
+                json.loads(f["Pattern"]) for f in properties.get("FilterCriteria", {}).get("Filters", [])
+            ]
+            item_failures = "ReportBatchItemFailures" in properties.get("FunctionResponseTypes", [])
+            if ":dynamodb:" in source_arn:
+                self._start_stream_mapping(resource, properties, function_arn, filters, item_failures)
+            elif ":sqs:" in source_arn:
+                self._start_queue_mapping(resource, properties, function_arn, item_failures)
+
+    def _queue_url(self, arn: str) -> str:
+        for logical_id, url in self.resources.queues.items():
+            if self.resolver.attributes[(logical_id, "Arn")] == arn:
+                return url
+        raise KeyError(arn)
+
+    def _start_stream_mapping(
+        self,
+        resource: Resource,
+        properties: dict[str, Any],
+        function_arn: str,
+        filters: list[dict[str, Any]],
+        item_failures: bool,
+    ) -> None:
+        destination = properties.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+        sqs = boto3.client("sqs", endpoint_url=self.endpoint, region_name=REGION)
+        on_failure = None
+        if destination:
+            url = self._queue_url(str(destination))
+
+            def on_failure(info: dict[str, Any]) -> None:
+                sqs.send_message(QueueUrl=url, MessageBody=event_sources.dump(info))
+
+        source = StreamSource(
+            streams=boto3.client("dynamodbstreams", endpoint_url=self.endpoint, region_name=REGION),
+            stream_arn=str(properties["EventSourceArn"]),
+            invoke=self.invoker(function_arn),
+            batch_size=int(properties.get("BatchSize", 100)),
+            filters=filters,
+            max_retries=int(properties.get("MaximumRetryAttempts", 3)),
+            on_failure=on_failure,
+            report_item_failures=item_failures,
+        )
+        self.loops.append(_Loop(resource.logical_id, source.poll, 0.2, self.options.log).start())
+
+    def _start_queue_mapping(
+        self, resource: Resource, properties: dict[str, Any], function_arn: str, item_failures: bool
+    ) -> None:
+        source = SqsSource(
+            sqs=boto3.client("sqs", endpoint_url=self.endpoint, region_name=REGION),
+            queue_url=self._queue_url(str(properties["EventSourceArn"])),
+            queue_arn=str(properties["EventSourceArn"]),
+            invoke=self.invoker(function_arn),
+            batch_size=int(properties.get("BatchSize", 10)),
+            batching_window_seconds=float(properties.get("MaximumBatchingWindowInSeconds", 0)),
+            report_item_failures=item_failures,
+        )
+        concurrency = int(properties.get("ScalingConfig", {}).get("MaximumConcurrency", LOCAL_CONCURRENCY))
+        for index in range(min(concurrency, LOCAL_CONCURRENCY)):
+            name = f"{resource.logical_id}-{index}"
+            self.loops.append(_Loop(name, source.poll, 0.0, self.options.log).start())
+
+    def _start_schedules(self) -> None:
+        for resource in self.template.resources("AWS::Events::Rule"):
+            properties = self.resolver.resolve(resource.properties)
+            if "ScheduleExpression" not in properties or properties.get("State", "ENABLED") != "ENABLED":
+                continue
+            every = self.options.schedule_seconds or _rate_seconds(str(properties["ScheduleExpression"]))
+            for target in properties.get("Targets", []):
+                arn = str(target["Arn"])
+                if arn not in self.pools:
+                    continue
+                self.scheduled.append(arn)
+                invoke = self.invoker(arn)
+                self.loops.append(
+                    _Loop(
+                        f"{resource.logical_id}-schedule",
+                        _scheduled(invoke),
+                        every,
+                        self.options.log,
+                    ).start()
+                )
+
+    def _start_reaper(self) -> None:
+        dynamodb = boto3.client("dynamodb", endpoint_url=self.endpoint, region_name=REGION)
+        tables = {
+            self.resources.tables[lid]: attribute for lid, attribute in self.resources.table_ttl.items()
+        }
+
+        def reap() -> None:
+            now = int(time.time())
+            for table, attribute in tables.items():
+                keys = [
+                    k["AttributeName"] for k in dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+                ]
+                paginator = dynamodb.get_paginator("scan")
+                pages = paginator.paginate(
+                    TableName=table,
+                    FilterExpression="#ttl < :now",
+                    ExpressionAttributeNames={"#ttl": attribute},
+                    ExpressionAttributeValues={":now": {"N": str(now)}},
+                )
+                for page in pages:
+                    for item in page.get("Items", []):
+                        dynamodb.delete_item(TableName=table, Key={k: item[k] for k in keys})
+
+        self.loops.append(_Loop("ttl-reaper", reap, self.options.reap_seconds, self.options.log).start())
+
+    # --- state and stop ------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """What clients of the running stack need: URLs, the user pool and the resources."""
+        pools = list(self.resources.user_pools.values())
+        clients = list(self.resources.user_pool_clients.values())
+        return {
+            "pid": os.getpid(),
+            "apiUrl": self.front.url,
+            "awsEndpoint": self.endpoint,
+            "modelUrl": self.model.url,
+            "region": REGION,
+            "userPoolId": pools[0] if pools else None,
+            "userPoolClientId": clients[0] if clients else None,
+            "tables": self.resources.tables,
+            "queues": self.resources.queues,
+            "buckets": self.resources.buckets,
+            "secrets": self.resources.secrets,
+            "functions": {pool.spec.logical_id: pool.spec.name for pool in self.pools.values()},
+            "scheduled": [self.pools[arn].spec.logical_id for arn in self.scheduled],
+        }
+
+    def _write_state(self) -> None:
+        STATE_DIR.mkdir(exist_ok=True)
+        state_path(self.options.port).write_text(json.dumps(self.describe(), indent=2))
+
+    def stop(self) -> None:
+        """Stop everything started, newest first; leaves no process behind."""
+        for loop in self.loops:
+            loop.stop()
+        if self._front is not None:
+            self._front.stop()
+        for pool in self.pools.values():
+            pool.stop()
+        for loop in self.loops:
+            loop.join()
+        if self._model is not None:
+            self._model.stop()
+        if self.moto is not None and self.moto.poll() is None:
+            self.moto.terminate()
+            try:
+                self.moto.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.moto.kill()
+        with contextlib.suppress(FileNotFoundError):
+            state_path(self.options.port).unlink()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _logical_id_from_target(resolved: str, raw: Any) -> str:
+    # Target is Fn::Join ["", ["integrations/", {"Ref": Integration}]]: read the Ref from the raw form.
+    if isinstance(raw, dict) and "Fn::Join" in raw:
+        for part in raw["Fn::Join"][1]:
+            if isinstance(part, dict) and "Ref" in part:
+                return str(part["Ref"])
+    return resolved.removeprefix("integrations/")
+
+
+def _scheduled(invoke: Callable[[dict[str, Any]], Any]) -> Callable[[], Any]:
+    return lambda: invoke(_scheduled_event())
+
+
+def _scheduled_event() -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": REGION,
+        "resources": [],
+        "detail": {},
+    }

@@ -1,0 +1,314 @@
+"""In-memory fakes of the ports in shared.ports, with the DynamoDB adapter's conditional semantics.
+
+Tests use these instead of mocks. Each method keeps the conditions of
+shared/adapters/dynamodb_jobs.py, so a use case that misbehaves against DynamoDB misbehaves
+here too. Every successful write is appended to `writes` (the method's name), so a test can
+assert that nothing was written. To inject a fault, subclass a fake in the test and override
+one method; the fakes themselves carry no fault flags.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shared.adapters.dynamo_items import sweep_shard
+from shared.clock import to_iso
+from shared.contract import Operation
+from shared.cursor import ListPosition
+from shared.ids import new_job_id, new_sequence_id
+from shared.job import (
+    BlobLocation,
+    IdempotencyRecord,
+    JobInput,
+    JobRecord,
+    JobResult,
+    JobSummary,
+    Usage,
+)
+from shared.lifecycle import TERMINAL, JobStatus, check_transition
+from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError
+
+# Statuses in which a job is held by a lease (the adapter keeps the lease when moving between them).
+_LEASE_STATUSES = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
+DEFAULT_START = datetime(2030, 1, 15, 12, 0, 30, 250_000, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that moves only when told to; always timezone-aware UTC."""
+
+    def __init__(self, start: datetime = DEFAULT_START) -> None:
+        self._now = _utc(start)
+
+    def now(self) -> datetime:
+        """The instant the test set."""
+        return self._now
+
+    def set(self, instant: datetime) -> None:
+        """Jump to an instant."""
+        self._now = _utc(instant)
+
+    def advance(self, delta: timedelta = timedelta(), **parts: float) -> datetime:
+        """Move forward by `delta` plus `timedelta(**parts)`; returns the new instant."""
+        self._now += delta + timedelta(**parts)
+        return self._now
+
+
+def _utc(instant: datetime) -> datetime:
+    if instant.tzinfo is None:
+        raise ValueError("FakeClock needs a timezone-aware instant")
+    return instant.astimezone(UTC)
+
+
+def list_key(job: JobRecord) -> str:
+    """The list-index sort key the DynamoDB adapter writes: submission time, then the sequence id."""
+    return f"{to_iso(job.created_at)}#{job.sequence_id}"
+
+
+class InMemoryJobRepository:
+    """JobRepository in dictionaries, condition for condition like DynamoJobRepository."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, JobRecord] = {}
+        self.claims: dict[str, IdempotencyRecord] = {}
+        self.sweep_at: dict[str, datetime] = {}  # the sparse sweeper index: watched jobs only
+        self.submits: Counter[tuple[str, datetime]] = Counter()
+        self.writes: list[str] = []
+
+    def claim_idempotency_key(self, record: IdempotencyRecord, now: datetime) -> IdempotencyRecord | None:
+        """`attribute_not_exists(pk) OR expiresAt < :now`: an expired claim is overwritten."""
+        existing = self.claims.get(record.scope_hash)
+        if existing is not None and not existing.expires_at < now:
+            return existing
+        self.claims[record.scope_hash] = record
+        self.writes.append("claim_idempotency_key")
+        return None
+
+    def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
+        """`attribute_not_exists(pk)`: True only for the call that created it."""
+        if job.job_id in self.jobs:
+            return False
+        self.jobs[job.job_id] = job
+        self.sweep_at[job.job_id] = sweep_at
+        self.writes.append("create_job")
+        return True
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        """The job as last written (reads here are always consistent)."""
+        return self.jobs.get(job_id)
+
+    def list_jobs(
+        self, owner_key: str, status: JobStatus | None, limit: int, after: ListPosition | None, now: datetime
+    ) -> JobPageSlice:
+        """Query + Limit + FilterExpression, as DynamoDB runs them.
+
+        `limit` items are read first and filtered afterwards, so a page can be short or empty
+        while a next position exists. Like DynamoDB (and unlike moto), a read that stopped at
+        the limit names its last item even when nothing follows, so a last page may be empty.
+        """
+        owned = sorted(
+            (job for job in self.jobs.values() if job.owner_key == owner_key),
+            key=_list_order,
+            reverse=True,
+        )
+        if after is not None:
+            start = (after.list_key, after.job_id)
+            owned = [job for job in owned if _list_order(job) < start]
+        read = owned[:limit]
+        next_position = (
+            ListPosition(list_key=_list_order(read[-1])[0], job_id=read[-1].job_id)
+            if read and len(read) == limit
+            else None
+        )
+        visible = [job for job in read if job.expires_at > now and (status is None or job.status is status)]
+        return JobPageSlice(items=[_projected(job) for job in visible], next_position=next_position)
+
+    def transition(self, transition: Transition) -> JobRecord:
+        """One guarded write: source status, lease token, due time and attempts, then the changes."""
+        check_transition(transition.source, transition.target, operator_redrive=transition.operator_redrive)
+        current = self.jobs.get(transition.job_id)
+        if current is None or not _conditions_hold(current, transition):
+            raise TransitionConflictError(current)
+        changes = {**_lifecycle_changes(current, transition), **_field_changes(current, transition)}
+        written = current.model_copy(update=changes)
+        self.jobs[written.job_id] = written
+        if transition.target in TERMINAL:
+            self.sweep_at.pop(written.job_id, None)
+        elif transition.sweep_at is not None:
+            self.sweep_at[written.job_id] = transition.sweep_at
+        self.writes.append("transition")
+        return written
+
+    def take_submit_quota(self, owner_key: str, window_start: datetime, limit: int) -> bool:
+        """`attribute_not_exists(count) OR count < :limit`, then count + 1."""
+        window = (owner_key, window_start)
+        if self.submits[window] >= limit:
+            return False
+        self.submits[window] += 1
+        self.writes.append("take_submit_quota")
+        return True
+
+    def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
+        """`status IN (Running, CancellationRequested) AND leaseToken = :token`; moves only the expiry."""
+        current = self.jobs.get(job_id)
+        if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
+            raise TransitionConflictError(current)
+        written = current.model_copy(update={"lease_expires_at": lease.expires_at})
+        self.jobs[job_id] = written
+        self.writes.append("heartbeat")
+        return written
+
+    def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
+        """`status = Pending AND dispatchAt = :read`: at most one bump per read of the job."""
+        current = self.jobs.get(job.job_id)
+        if (
+            current is None
+            or current.status is not JobStatus.PENDING
+            or current.dispatch_at != job.dispatch_at
+        ):
+            raise TransitionConflictError(current)
+        written = current.model_copy(update={"dispatch_at": now, "updated_at": now})
+        self.jobs[job.job_id] = written
+        self.sweep_at[job.job_id] = sweep_at
+        self.writes.append("bump_dispatch")
+        return written
+
+    def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
+        """`status = :read [AND leaseToken = :read]`; moves sweepAt of a job still in the index."""
+        current = self.jobs.get(job.job_id)
+        if (
+            current is None
+            or current.status is not job.status
+            or (job.lease_token is not None and current.lease_token != job.lease_token)
+        ):
+            raise TransitionConflictError(current)
+        if job.job_id in self.sweep_at:
+            self.sweep_at[job.job_id] = sweep_at
+        self.writes.append("defer_sweep")
+
+    def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
+        """Oldest first from one shard of the sparse sweeper index (only watched jobs are in it)."""
+        due = sorted(
+            (at, job_id)
+            for job_id, at in self.sweep_at.items()
+            if sweep_shard(job_id) == shard and at <= due_by
+        )
+        return [job_id for _, job_id in due[:limit]]
+
+
+def _list_order(job: JobRecord) -> tuple[str, str]:
+    return list_key(job), job.job_id
+
+
+def _projected(job: JobRecord) -> JobSummary:
+    # The list index projects only what a status document needs: hand back no more than that.
+    return JobSummary.model_validate(job.model_dump(include=set(JobSummary.model_fields)))
+
+
+def _conditions_hold(job: JobRecord, t: Transition) -> bool:
+    return (
+        job.status is t.source
+        and (t.lease_token is None or job.lease_token == t.lease_token)
+        and (not t.require_due or job.dispatch_at <= t.now)
+        and (not t.count_attempt or job.attempts < job.max_attempts)
+    )
+
+
+def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
+    changes: dict[str, Any] = {"status": t.target, "updated_at": t.now}
+    if t.count_attempt:
+        changes["attempts"] = job.attempts + 1
+    if t.renew_attempts:
+        changes.update(attempts=0, redrive_count=job.redrive_count + 1, error=None, result_location=None)
+    if t.new_lease is not None:
+        changes.update(lease_token=t.new_lease.token, lease_expires_at=t.new_lease.expires_at)
+    elif t.target not in _LEASE_STATUSES:
+        changes.update(lease_token=None, lease_expires_at=None)
+    return changes
+
+
+def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if t.dispatch_at is not None:
+        changes["dispatch_at"] = t.dispatch_at
+    if t.cancel_requested_at is not None:
+        changes["cancel_requested_at"] = t.cancel_requested_at
+    if t.error is not None:
+        changes["error"] = t.error
+    if t.usage is not None:
+        # Tokens add up over attempts (the adapter uses ADD).
+        before = job.usage or Usage(input_tokens=0, output_tokens=0)
+        changes["usage"] = Usage(
+            input_tokens=before.input_tokens + t.usage.input_tokens,
+            output_tokens=before.output_tokens + t.usage.output_tokens,
+        )
+    if t.result_location is not None:
+        changes["result_location"] = t.result_location
+    return changes
+
+
+class InMemoryPayloadStore:
+    """PayloadStore in dictionaries keyed by (job id, location), like the item/S3 split of the adapter."""
+
+    def __init__(self) -> None:
+        self.inputs: dict[tuple[str, BlobLocation], JobInput] = {}
+        self.results: dict[tuple[str, BlobLocation], JobResult] = {}
+        self.expires_at: dict[tuple[str, str, BlobLocation], datetime] = {}
+        self.writes: list[str] = []
+
+    def put_input(self, job_input: JobInput, location: BlobLocation, expires_at: datetime) -> None:
+        """Store (or overwrite with the same content) the input."""
+        self.inputs[(job_input.job_id, location)] = job_input
+        self.expires_at[("input", job_input.job_id, location)] = expires_at
+        self.writes.append("put_input")
+
+    def get_input(self, job_id: str, location: BlobLocation) -> JobInput | None:
+        """The input stored at that location, or None."""
+        return self.inputs.get((job_id, location))
+
+    def expire_input(self, job_id: str, location: BlobLocation, at: datetime) -> None:
+        """Schedule an input item's deletion; S3 inputs age out by the bucket lifecycle (no write)."""
+        if location == "s3" or (job_id, location) not in self.inputs:
+            return
+        self.expires_at[("input", job_id, location)] = at
+        self.writes.append("expire_input")
+
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
+        """Store (or overwrite with the same content) the result."""
+        self.results[(result.job_id, location)] = result
+        self.expires_at[("result", result.job_id, location)] = expires_at
+        self.writes.append("put_result")
+
+    def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
+        """The result stored at that location, or None."""
+        return self.results.get((job_id, location))
+
+
+def job_record(
+    created_at: datetime,
+    *,
+    tenant: str = "user:alice",
+    owner: str = "alice",
+    status: JobStatus = JobStatus.PENDING,
+    operation: Operation = Operation.SUMMARIZE,
+    **overrides: Any,
+) -> JobRecord:
+    """A job as submit writes it (Pending, due at once, 30 days to live), with any field overridden."""
+    fields: dict[str, Any] = {
+        "job_id": new_job_id(),
+        "tenant": tenant,
+        "owner": owner,
+        "status": status,
+        "operation": operation,
+        "created_at": created_at,
+        "updated_at": created_at,
+        "expires_at": created_at + timedelta(days=30),
+        "sequence_id": new_sequence_id(),
+        "model": "gpt-4o-mini",
+        "prompt_version": f"{operation.value}-v1",
+        "input_location": "item",
+        "max_attempts": 3,
+        "dispatch_at": created_at,
+    }
+    return JobRecord(**{**fields, **overrides})

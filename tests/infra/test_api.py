@@ -1,0 +1,138 @@
+"""The HTTP API: an authorizer on every route, the five routes, CORS, access logs, throttling."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match
+
+from infra.names import (
+    API,
+    AUTH,
+    CORS_ALLOW_HEADERS,
+    CORS_EXPOSE_HEADERS,
+    ROUTES,
+    USER_POOL,
+    USER_POOL_CLIENT,
+)
+
+pytestmark = pytest.mark.infra
+
+
+def test_every_route_requires_the_jwt_authorizer(synthesized):
+    # Given the synthesized routes
+    routes = synthesized.of_type("AWS::ApiGatewayV2::Route")
+    (authorizer_id,) = synthesized.of_type("AWS::ApiGatewayV2::Authorizer")
+
+    # Then each one is JWT-authorized by the one Cognito authorizer, none is open
+    assert routes
+    for route in routes.values():
+        assert route["Properties"]["AuthorizationType"] == "JWT"
+        assert route["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
+
+
+def test_the_five_routes_exist_and_nothing_else(synthesized):
+    keys = {r["Properties"]["RouteKey"] for r in synthesized.of_type("AWS::ApiGatewayV2::Route").values()}
+
+    assert keys == {route.key for route in ROUTES}
+    assert len(ROUTES) == 5
+
+
+def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
+    pool = synthesized.logical_id(AUTH, USER_POOL)
+    client = synthesized.logical_id(AUTH, USER_POOL, USER_POOL_CLIENT)
+
+    synthesized.template.has_resource_properties(
+        "AWS::ApiGatewayV2::Authorizer",
+        {
+            "AuthorizerType": "JWT",
+            "IdentitySource": ["$request.header.Authorization"],
+            "JwtConfiguration": {
+                "Issuer": {"Fn::GetAtt": [pool, "ProviderURL"]},
+                "Audience": [{"Ref": client}],
+            },
+        },
+    )
+
+
+def test_routes_go_to_their_functions_with_payload_format_2(synthesized):
+    integrations = synthesized.of_type("AWS::ApiGatewayV2::Integration")
+    functions = {
+        name: synthesized.logical_id(API, f"{name.construct_id}Function")
+        for name in {r.function for r in ROUTES}
+    }
+
+    targets = {i["Properties"]["IntegrationUri"]["Fn::GetAtt"][0] for i in integrations.values()}
+    assert targets == set(functions.values())
+    for integration in integrations.values():
+        assert integration["Properties"]["PayloadFormatVersion"] == "2.0"
+        assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
+
+
+def test_cors_allows_the_idempotency_key_and_exposes_the_async_headers(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::ApiGatewayV2::Api",
+        {
+            "ProtocolType": "HTTP",
+            "CorsConfiguration": Match.object_like(
+                {
+                    "AllowHeaders": list(CORS_ALLOW_HEADERS),
+                    "ExposeHeaders": list(CORS_EXPOSE_HEADERS),
+                    "AllowOrigins": ["*"],
+                }
+            ),
+        },
+    )
+
+
+def test_default_stage_logs_json_and_throttles(synthesized):
+    (stage,) = synthesized.of_type("AWS::ApiGatewayV2::Stage").values()
+    properties = stage["Properties"]
+
+    assert properties["StageName"] == "$default"
+    assert properties["AutoDeploy"] is True
+    log_format = json.loads(properties["AccessLogSettings"]["Format"])
+    for field in ("requestId", "ip", "routeKey", "status", "integrationErrorMessage"):
+        assert field in log_format
+    assert "DestinationArn" in properties["AccessLogSettings"]
+    throttling = properties["DefaultRouteSettings"]
+    assert throttling["ThrottlingRateLimit"] > 0
+    assert throttling["ThrottlingBurstLimit"] >= throttling["ThrottlingRateLimit"]
+
+
+def test_user_pool_is_admin_only_with_a_strong_password_policy(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::Cognito::UserPool",
+        {
+            "AdminCreateUserConfig": {"AllowAdminCreateUserOnly": True},
+            "Policies": {
+                "PasswordPolicy": Match.object_like(
+                    {
+                        "MinimumLength": 12,
+                        "RequireLowercase": True,
+                        "RequireUppercase": True,
+                        "RequireNumbers": True,
+                        "RequireSymbols": True,
+                    }
+                )
+            },
+            "Schema": Match.array_with([Match.object_like({"Name": "tenant", "Mutable": True})]),
+        },
+    )
+
+
+def test_app_client_reads_but_cannot_write_the_tenant(synthesized):
+    (client,) = synthesized.of_type("AWS::Cognito::UserPoolClient").values()
+    properties = client["Properties"]
+
+    assert "custom:tenant" in properties["ReadAttributes"]
+    assert "custom:tenant" not in properties.get("WriteAttributes", [])
+    assert properties["GenerateSecret"] is False
+    assert properties["IdTokenValidity"] == 60
+    assert set(properties["ExplicitAuthFlows"]) == {
+        "ALLOW_USER_PASSWORD_AUTH",
+        "ALLOW_USER_SRP_AUTH",
+        "ALLOW_ADMIN_USER_PASSWORD_AUTH",
+        "ALLOW_REFRESH_TOKEN_AUTH",
+    }

@@ -1,0 +1,78 @@
+"""Stage configuration: defaults, CLI strings, and the cross-checks that guard the design's ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from infra.config import BundleMode, StageConfig
+from infra.environment import worker_environment
+
+pytestmark = pytest.mark.infra
+
+
+def _config(**context):
+    return StageConfig.from_context(context.get)
+
+
+def test_defaults_are_valid():
+    config = _config()
+
+    assert config.bundle is BundleMode.ON
+    assert config.worker_max_concurrency >= 2
+    assert config.jobs_queue_visibility_seconds == 6 * config.worker_timeout_seconds + 2
+    assert config.dlq_max_receive_count == config.max_attempts + 3
+
+
+def test_cli_strings_are_coerced():
+    config = _config(
+        bundle="false", workerMaxConcurrency="20", allowedModels="a, b", defaultModel="b", selfSignUp="true"
+    )
+
+    assert config.bundle is BundleMode.OFF
+    assert config.worker_max_concurrency == 20
+    assert config.allowed_models == ("a", "b")
+    assert config.self_sign_up is True
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"workerTimeoutSeconds": 100, "providerTimeoutSeconds": 90, "releaseMarginSeconds": 15},
+        {"heartbeatSeconds": 60, "leaseSeconds": 60},
+        {"defaultModel": "not-allowed"},
+        {"workerMaxConcurrency": 1},
+        {"logRetentionDays": 31},
+        {"alarmEmail": "not an email"},
+        {"idempotencyTtlHours": 48, "jobRetentionDays": 1},
+        {"bundle": "sometimes"},
+        {"unknownKey": 1},
+    ],
+)
+def test_inconsistent_settings_fail_the_synth(context):
+    with pytest.raises(ValidationError):
+        StageConfig.model_validate(context)
+
+
+def test_openai_base_url_is_set_only_when_configured():
+    names = {
+        "jobs_table": "t",
+        "bucket": "b",
+        "jobs_queue_url": "q",
+        "dlq_url": "d",
+        "openai_secret_arn": "s",
+    }
+
+    assert "OPENAI_BASE_URL" not in worker_environment(_config(), **names)
+    configured = worker_environment(_config(openAiBaseUrl="http://127.0.0.1:9000/v1"), **names)
+    assert configured["OPENAI_BASE_URL"] == "http://127.0.0.1:9000/v1"
+
+
+def test_every_context_key_is_documented():
+    documented = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+
+    missing = [f.alias for f in StageConfig.model_fields.values() if f"| `{f.alias}` |" not in documented]
+
+    assert missing == []

@@ -1,0 +1,326 @@
+"""Least privilege per function, encryption and TLS everywhere, the same defaults on every function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.function_factory import ARCHITECTURE, RUNTIME
+from infra.names import (
+    API,
+    CURSOR_SECRET,
+    IDEMPOTENCY_TABLE,
+    JOBS_DLQ,
+    JOBS_QUEUE,
+    JOBS_TABLE,
+    OPENAI_SECRET,
+    OUTBOX,
+    PAYLOAD_BUCKET,
+    RELAY_FAILURE_QUEUE,
+    STORAGE,
+    SWEEPER,
+    WORKER,
+    FunctionName,
+)
+from shared import resources as r
+
+pytestmark = pytest.mark.infra
+
+# Where each function's constructs live (the capability that creates it).
+HOME = {
+    FunctionName.SUBMIT: API,
+    FunctionName.STATUS: API,
+    FunctionName.RELAY: OUTBOX,
+    FunctionName.WORKER: WORKER,
+    FunctionName.SWEEPER: SWEEPER,
+}
+# Actions that support no resource-level permissions: the only ones allowed on Resource "*".
+STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
+
+STORAGE_RESOURCES = {
+    "jobs": (STORAGE, JOBS_TABLE),
+    "idempotency": (STORAGE, IDEMPOTENCY_TABLE),
+    "bucket": (STORAGE, PAYLOAD_BUCKET),
+    "queue": (OUTBOX, JOBS_QUEUE),
+    "dlq": (OUTBOX, JOBS_DLQ),
+    "relay_failures": (OUTBOX, RELAY_FAILURE_QUEUE),
+    "openai": (WORKER, OPENAI_SECRET),
+    "cursor": (API, CURSOR_SECRET),
+}
+
+# Exactly what each role may do, per resource (besides writing its own logs and X-Ray).
+EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
+    FunctionName.SUBMIT: {
+        "jobs": {"dynamodb:PutItem", "dynamodb:GetItem"},
+        "idempotency": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "bucket": {"s3:PutObject"},
+    },
+    FunctionName.STATUS: {
+        "jobs": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
+        "bucket": {"s3:GetObject", "s3:ListBucket"},
+        "cursor": {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"},
+    },
+    FunctionName.RELAY: {
+        "jobs": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
+        "queue": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        "relay_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+    },
+    FunctionName.WORKER: {
+        "jobs": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "bucket": {"s3:GetObject", "s3:PutObject", "s3:ListBucket"},
+        "queue": {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+        },
+        "dlq": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        "openai": {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"},
+    },
+    FunctionName.SWEEPER: {
+        "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
+        "queue": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+    },
+}
+
+# Exactly the variables each function's settings read (besides Powertools').
+EXPECTED_ENVIRONMENT = {
+    FunctionName.SUBMIT: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_IDEMPOTENCY_TABLE,
+        r.ENV_PAYLOAD_BUCKET,
+        "SUBMITS_PER_MINUTE",
+        "MAX_ATTEMPTS",
+        "DEFAULT_MODEL",
+        "ALLOWED_MODELS",
+        "POLL_AFTER_SECONDS",
+        "JOB_RETENTION_DAYS",
+        "IDEMPOTENCY_TTL_HOURS",
+        "DISPATCH_GRACE_SECONDS",
+    },
+    FunctionName.STATUS: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_IDEMPOTENCY_TABLE,
+        r.ENV_PAYLOAD_BUCKET,
+        r.ENV_CURSOR_SECRET,
+        "POLL_AFTER_SECONDS",
+        "INPUT_RETENTION_HOURS",
+    },
+    FunctionName.RELAY: {r.ENV_JOBS_QUEUE_URL},
+    FunctionName.WORKER: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_PAYLOAD_BUCKET,
+        r.ENV_JOBS_QUEUE_URL,
+        r.ENV_DLQ_URL,
+        r.ENV_OPENAI_SECRET,
+        "MAX_ATTEMPTS",
+        "LEASE_SECONDS",
+        "HEARTBEAT_SECONDS",
+        "PROVIDER_TIMEOUT_SECONDS",
+        "BACKOFF_BASE_SECONDS",
+        "BACKOFF_CAP_SECONDS",
+        "RELEASE_MARGIN_SECONDS",
+        "INPUT_RETENTION_HOURS",
+        "DEFAULT_MODEL",
+        "ALLOWED_MODELS",
+        "DISPATCH_GRACE_SECONDS",
+    },
+    FunctionName.SWEEPER: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_PAYLOAD_BUCKET,
+        r.ENV_JOBS_QUEUE_URL,
+        "DISPATCH_GRACE_SECONDS",
+        "LEASE_SECONDS",
+        "INPUT_RETENTION_HOURS",
+    },
+}
+POWERTOOLS = {
+    "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_LOG_LEVEL",
+    "POWERTOOLS_TRACER_CAPTURE_RESPONSE",
+}
+
+
+def _referenced_ids(value: Any) -> set[str]:
+    """Logical ids a Resource expression points at (Ref / Fn::GetAtt, also inside Fn::Join)."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return {value["Ref"]}
+        if "Fn::GetAtt" in value:
+            return {value["Fn::GetAtt"][0]}
+        return set().union(*(_referenced_ids(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_referenced_ids(v) for v in value)) if value else set()
+    return set()
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _statements(synthesized, function: FunctionName) -> list[dict[str, Any]]:
+    """Every statement of every policy attached to the function's role."""
+    role = synthesized.logical_id(HOME[function], f"{function.construct_id}Role")
+    statements = []
+    for policy in synthesized.of_type("AWS::IAM::Policy").values():
+        if {"Ref": role} in policy["Properties"]["Roles"]:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def _grants(synthesized, function: FunctionName) -> dict[str, set[str]]:
+    """Actions per named resource that the role may use; '*' and its own log group separately."""
+    names = {synthesized.logical_id(*path): name for name, path in STORAGE_RESOURCES.items()}
+    own_logs = synthesized.logical_id(HOME[function], f"{function.construct_id}Logs")
+    grants: dict[str, set[str]] = {}
+    for statement in _statements(synthesized, function):
+        assert statement["Effect"] == "Allow"
+        actions = set(_as_list(statement["Action"]))
+        for resource in _as_list(statement["Resource"]):
+            if resource == "*":
+                grants.setdefault("*", set()).update(actions)
+                continue
+            for logical_id in _referenced_ids(resource):
+                key = "logs" if logical_id == own_logs else names.get(logical_id, logical_id)
+                grants.setdefault(key, set()).update(actions)
+    return grants
+
+
+@pytest.mark.parametrize("function", list(FunctionName))
+def test_each_role_is_limited_to_its_own_resources_and_actions(synthesized, function):
+    # Given the statements of the function's role
+    grants = _grants(synthesized, function)
+
+    # Then, besides its logs and X-Ray, it may do exactly what the function does, on what it uses
+    assert grants.pop("logs") == {"logs:CreateLogStream", "logs:PutLogEvents"}
+    assert grants.pop("*") <= STAR_ACTIONS
+    assert grants == EXPECTED_GRANTS[function]
+
+
+def test_only_aws_required_actions_have_star_resources(synthesized):
+    for policy in synthesized.of_type("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "*" in _as_list(statement["Resource"]):
+                assert set(_as_list(statement["Action"])) <= STAR_ACTIONS
+            assert not any(a.endswith("*") for a in _as_list(statement["Action"]))
+
+
+def test_submit_role_has_no_queue_or_secret_access(synthesized):
+    actions = {a for s in _statements(synthesized, FunctionName.SUBMIT) for a in _as_list(s["Action"])}
+
+    assert not {a for a in actions if a.startswith(("sqs:", "secretsmanager:"))}
+
+
+def test_status_role_cannot_touch_the_idempotency_table(synthesized):
+    assert "idempotency" not in _grants(synthesized, FunctionName.STATUS)
+
+
+def test_relay_role_reads_only_the_stream_of_the_jobs_table(synthesized):
+    jobs = synthesized.logical_id(STORAGE, JOBS_TABLE)
+    table_statements = [
+        s for s in _statements(synthesized, FunctionName.RELAY) if jobs in _referenced_ids(s["Resource"])
+    ]
+
+    assert table_statements
+    for statement in table_statements:
+        assert statement["Resource"] == {"Fn::GetAtt": [jobs, "StreamArn"]}
+
+
+def test_only_the_worker_reads_the_openai_secret(synthesized):
+    secret = synthesized.logical_id(WORKER, OPENAI_SECRET)
+    readers = {
+        policy_id
+        for policy_id, policy in synthesized.of_type("AWS::IAM::Policy").items()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if secret in _referenced_ids(statement["Resource"])
+    }
+
+    assert readers == {synthesized.logical_id(WORKER, "WorkerRole", "DefaultPolicy")}
+
+
+def test_roles_have_no_managed_policies_and_trust_only_lambda(synthesized):
+    roles = synthesized.of_type("AWS::IAM::Role")
+
+    assert len(roles) == len(FunctionName)
+    for role in roles.values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+        (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        assert statement["Principal"] == {"Service": "lambda.amazonaws.com"}
+
+
+@pytest.mark.parametrize("function", list(FunctionName))
+def test_every_function_has_the_factory_defaults(synthesized, function):
+    properties = synthesized.resources[
+        synthesized.logical_id(HOME[function], f"{function.construct_id}Function")
+    ]["Properties"]
+
+    assert properties["Runtime"] == RUNTIME.name == "python3.14"
+    assert properties["Architectures"] == [ARCHITECTURE.name] == ["arm64"]
+    assert properties["Handler"] == f"functions.{function.value}.handler.lambda_handler"
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+    assert properties["LoggingConfig"]["LogGroup"] == {
+        "Ref": synthesized.logical_id(HOME[function], f"{function.construct_id}Logs")
+    }
+    assert properties["Role"] == {
+        "Fn::GetAtt": [synthesized.logical_id(HOME[function], f"{function.construct_id}Role"), "Arn"]
+    }
+    assert len(properties["Layers"]) == 1
+
+
+@pytest.mark.parametrize("function", list(FunctionName))
+def test_every_function_gets_only_what_its_settings_read(synthesized, function):
+    properties = synthesized.resources[
+        synthesized.logical_id(HOME[function], f"{function.construct_id}Function")
+    ]["Properties"]
+    variables = properties["Environment"]["Variables"]
+
+    assert set(variables) == EXPECTED_ENVIRONMENT[function] | POWERTOOLS
+    assert variables["POWERTOOLS_SERVICE_NAME"] == function.service
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "outlast"
+
+
+def test_log_groups_have_a_retention(synthesized):
+    for log_group in synthesized.of_type("AWS::Logs::LogGroup").values():
+        assert log_group["Properties"]["RetentionInDays"] > 0
+
+
+def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
+    queues = synthesized.of_type("AWS::SQS::Queue")
+    protected = set()
+    for policy in synthesized.of_type("AWS::SQS::QueuePolicy").values():
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        if any(
+            s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in statements
+        ):
+            protected |= _referenced_ids(policy["Properties"]["Queues"])
+
+    assert len(queues) == 3
+    assert protected == set(queues)
+    for queue in queues.values():
+        assert (
+            queue["Properties"].get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in queue["Properties"]
+        )
+
+
+def test_secrets_are_generated_never_written_in_the_template(synthesized):
+    secrets = synthesized.of_type("AWS::SecretsManager::Secret")
+
+    assert len(secrets) == 2
+    for secret in secrets.values():
+        assert "SecretString" not in secret["Properties"]
+        assert "GenerateSecretString" in secret["Properties"]
+
+
+def test_alarm_topic_is_encrypted_and_tls_only(synthesized):
+    (topic,) = synthesized.of_type("AWS::SNS::Topic").values()
+    (policy,) = synthesized.of_type("AWS::SNS::TopicPolicy").values()
+
+    assert "KmsMasterKeyId" in topic["Properties"]
+    assert any(
+        s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    )

@@ -1,0 +1,194 @@
+"""Leases: whoever lost a job can never write to it again; heartbeats keep a long call's job its own."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+
+from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.clock import truncate_to_millis
+from shared.job import JobError, JobRecord, JobResult, Usage
+from shared.lifecycle import JobStatus
+from shared.ports import Lease, Transition, TransitionConflictError
+from tests.support.aws import REGION
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.integration
+
+
+def now_millis() -> datetime:
+    return truncate_to_millis(datetime.now(UTC))
+
+
+def _repository(pipeline: Pipeline) -> DynamoJobRepository:
+    client = boto3.client("dynamodb", endpoint_url=pipeline.endpoint, region_name=REGION)
+    return DynamoJobRepository(client, pipeline.resources.jobs_table, pipeline.resources.idempotency_table)
+
+
+def _payloads(pipeline: Pipeline) -> DynamoS3PayloadStore:
+    client = boto3.client("dynamodb", endpoint_url=pipeline.endpoint, region_name=REGION)
+    return DynamoS3PayloadStore(
+        client,
+        lambda: boto3.client("s3", endpoint_url=pipeline.endpoint, region_name=REGION),
+        pipeline.resources.jobs_table,
+        pipeline.resources.bucket,
+    )
+
+
+def _claim(repository: DynamoJobRepository, job_id: str, token: str, lease_seconds: float) -> JobRecord:
+    """The worker's claim, by hand: Pending -> Running under a fresh lease, counting an attempt."""
+    now = now_millis()
+    expires = now + timedelta(seconds=lease_seconds)
+    return repository.transition(
+        Transition(
+            job_id=job_id,
+            source=JobStatus.PENDING,
+            target=JobStatus.RUNNING,
+            now=now,
+            new_lease=Lease(token=token, expires_at=expires),
+            count_attempt=True,
+            require_due=True,
+            sweep_at=expires,
+        )
+    )
+
+
+def _succeed(pipeline: Pipeline, running: JobRecord, output: str) -> JobRecord:
+    """The holder's success, by hand as the worker writes it: the result first, then the status."""
+    assert running.lease_token is not None
+    _payloads(pipeline).put_result(
+        JobResult(job_id=running.job_id, output=output), "item", running.expires_at
+    )
+    return _repository(pipeline).transition(
+        Transition(
+            job_id=running.job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.SUCCEEDED,
+            now=now_millis(),
+            lease_token=running.lease_token,
+            usage=Usage(input_tokens=3, output_tokens=2),
+            result_location="item",
+        )
+    )
+
+
+def _terminal(job_id: str, token: str, target: JobStatus) -> Transition:
+    error = JobError(code="invalid_input", message="stale") if target is JobStatus.FAILED else None
+    return Transition(
+        job_id=job_id,
+        source=JobStatus.RUNNING,
+        target=target,
+        now=now_millis(),
+        lease_token=token,
+        error=error,
+        result_location="item" if target is JobStatus.SUCCEEDED else None,
+    )
+
+
+def test_a_holder_whose_lease_expired_cannot_overwrite_the_next_holder(pipeline: Pipeline) -> None:
+    repository = _repository(pipeline)
+    job_id = pipeline.submit({"operation": "summarize", "input": {"text": "Two holders."}}, key="lease")[
+        "body"
+    ]["jobId"]
+    # Given a first holder that claimed the job with a 1 s lease and then stalled
+    first = _claim(repository, job_id, "first-holder", lease_seconds=1)
+    assert (first.status, first.attempts) == (JobStatus.RUNNING, 1)
+
+    # When the sweeper runs until it expires that lease
+    pipeline.wait_for(lambda: job_id in pipeline.sweep()["jobIds"])
+
+    # Then the job is Pending again, re-sent, and the stale holder can no longer even heartbeat
+    recovered = repository.get_job(job_id)
+    assert recovered is not None
+    assert (recovered.status, recovered.attempts, recovered.lease_token) == (JobStatus.PENDING, 1, None)
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 1
+    with pytest.raises(TransitionConflictError):
+        repository.heartbeat(job_id, Lease(token="first-holder", expires_at=now_millis()))
+
+    # When a second holder claims it, and the first one wakes up and writes its outcome
+    second = _claim(repository, job_id, "second-holder", lease_seconds=60)
+    with pytest.raises(TransitionConflictError) as lost:
+        repository.transition(_terminal(job_id, "first-holder", JobStatus.SUCCEEDED))
+
+    # Then the stale write changed nothing: the job is the second holder's, Running
+    assert lost.value.current is not None
+    assert (lost.value.current.status, lost.value.current.lease_token) == (JobStatus.RUNNING, "second-holder")
+    assert repository.get_job(job_id) == second
+
+    # When the second holder finishes, and the first one tries again
+    done = _succeed(pipeline, second, "the second holder's output")
+    with pytest.raises(TransitionConflictError):
+        repository.transition(_terminal(job_id, "first-holder", JobStatus.FAILED))
+
+    # Then the job keeps the second holder's outcome
+    assert repository.get_job(job_id) == done
+    final = pipeline.status(job_id)
+    assert (final["status"], final["attempts"], final["error"]) == ("Succeeded", 2, None)
+    assert pipeline.result(job_id)["body"]["output"] == "the second holder's output"
+
+
+def test_a_worker_that_lost_its_lease_mid_call_writes_nothing_more(patient_pipeline: Pipeline) -> None:
+    pipeline = patient_pipeline
+    repository = _repository(pipeline)
+    # Given a worker invocation in the middle of a 3 s model call
+    job_id = pipeline.submit(
+        {"operation": "summarize", "input": {"text": "A slow one. [[delay:3]]"}}, key="lease-lost"
+    )["body"]["jobId"]
+    assert pipeline.relay.poll() == 1
+    invocations = pipeline.spy_worker()
+    invocation = pipeline.in_background(pipeline.worker.poll)
+    pipeline.wait_for(lambda: pipeline.status(job_id)["status"] == "Running")
+    held = repository.get_job(job_id)
+    assert held is not None
+    assert held.lease_token is not None
+
+    # When its lease is taken over (expired by the sweeper's write, then claimed by another worker)
+    now = now_millis()
+    repository.transition(
+        Transition(
+            job_id=job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.PENDING,
+            now=now,
+            lease_token=held.lease_token,
+            dispatch_at=now,
+            sweep_at=now + timedelta(seconds=60),
+        )
+    )
+    usurped = _claim(repository, job_id, "usurper", lease_seconds=60)
+    invocation.join()
+
+    # Then the worker's next heartbeat found the job gone: it wrote nothing and deleted its message
+    assert repository.get_job(job_id) == usurped
+    assert [i.failures for i in invocations] == [[]]
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
+    status = pipeline.status(job_id)
+    assert (status["status"], status["attempts"], status["usage"]) == ("Running", 2, None)
+    # ... and its call, abandoned, was the only one made
+    pipeline.wait_for(lambda: len(pipeline.model_calls()) == 1)
+    assert repository.get_job(job_id) == usurped
+
+
+def test_heartbeats_keep_a_call_longer_than_the_lease_alive_while_the_sweeper_runs(
+    patient_pipeline: Pipeline,
+) -> None:
+    pipeline = patient_pipeline
+    # Given a model call of 4 s, twice the 2 s lease, heartbeats every 0.2 s
+    job_id = pipeline.submit(
+        {"operation": "summarize", "input": {"text": "Longer than a lease. [[delay:4]]"}}, key="heartbeat"
+    )["body"]["jobId"]
+
+    # When the job runs with the sweeper running on its schedule throughout
+    with pipeline.sweeper_in_background() as sweeps:
+        [final] = pipeline.terminal(job_id)
+
+    # Then the sweeper saw the job once its first lease had passed, and left it alone
+    assert any(report["examined"] > 0 for report in sweeps)
+    assert all(job_id not in report["jobIds"] for report in sweeps)
+    # ... and the first claim finished it with the only model call
+    assert final["status"] == "Succeeded"
+    assert final["attempts"] == 1
+    assert len(pipeline.model_calls()) == 1

@@ -98,10 +98,14 @@ class FunctionFactory(Construct):
         self._layers: dict[str, lambda_.ILayerVersion] = {}
         self.placeholder_layers = False
         for spec in LAYERS:
-            asset = packaging.layer(
-                spec,
-                build=config.bundle is BundleMode.ON,
-                allow_placeholder=config.bundle is not BundleMode.ON,
+            asset = (
+                packaging.placeholder()
+                if config.bundle is BundleMode.OFF
+                else packaging.layer(
+                    spec,
+                    build=config.bundle is BundleMode.ON,
+                    allow_placeholder=config.bundle is BundleMode.AUTO,
+                )
             )
             self.placeholder_layers |= asset.placeholder
             self._layers[spec.name] = lambda_.LayerVersion(

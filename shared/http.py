@@ -101,15 +101,39 @@ def _body_bytes(event: Mapping[str, Any]) -> int:
     return len(body.encode("utf-8"))
 
 
+def _is_json(content_type: str) -> bool:
+    # Media types are case-insensitive (RFC 9110 8.3.1); parameters such as charset are fine.
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == JSON or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
+def _early_problem(event: dict[str, Any], code: str) -> dict[str, Any]:
+    request_id = str(event.get("requestContext", {}).get("requestId", "unknown"))
+    status, body = problem_body(code, request_id)
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
 def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Resolve one request; a body over the limit is refused before anything parses it."""
+    """Resolve one request. A body over the limit, or one that is not JSON, is refused before
+    anything parses it: the resolver would otherwise try form and multipart parsers on it."""
     if _body_bytes(event) > MAX_BODY_BYTES:
-        request_id = str(event.get("requestContext", {}).get("requestId", "unknown"))
-        status, body = problem_body("request_too_large", request_id)
-        return {
-            "statusCode": status,
-            "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
-            "body": json.dumps(body),
-            "isBase64Encoded": False,
+        return _early_problem(event, "request_too_large")
+    headers = event.get("headers") or {}
+    content_type = next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "")
+    if event.get("body"):
+        if content_type and not _is_json(content_type):
+            return _early_problem(event, "unsupported_media_type")
+        # The resolver matches the media type case-sensitively; hand it the canonical spelling.
+        event = {
+            **event,
+            "headers": {
+                **{k: v for k, v in headers.items() if k.lower() != "content-type"},
+                "content-type": JSON,
+            },
         }
     return app.resolve(event, context)

@@ -27,6 +27,10 @@ def caller_from_claims(claims: Mapping[str, Any] | None) -> Caller:
     if tenant is None:
         return Caller(tenant=f"{PERSONAL_TENANT_PREFIX}{sub}", sub=sub)
     # "user:" is reserved for the personal tenant, so no admin-set tenant can alias someone's.
-    if not isinstance(tenant, str) or not _SAFE.fullmatch(tenant) or tenant.startswith(PERSONAL_TENANT_PREFIX):
+    if (
+        not isinstance(tenant, str)
+        or not _SAFE.fullmatch(tenant)
+        or tenant.startswith(PERSONAL_TENANT_PREFIX)
+    ):
         raise UnauthorizedError("The token's tenant is malformed.")
     return Caller(tenant=tenant, sub=sub)

@@ -32,7 +32,9 @@ def _secrets_source(settings: StatusSettings) -> SecretSource:
     # Imported here: only the list route needs a secret, and the provider costs cold-start time.
     from aws_lambda_powertools.utilities.parameters import SecretsProvider  # noqa: PLC0415
 
-    return CachedSecretSource(SecretsProvider(), settings.secret_max_age_seconds)
+    return CachedSecretSource(
+        SecretsProvider(boto3_client=boto3.client("secretsmanager")), settings.secret_max_age_seconds
+    )
 
 
 @cache

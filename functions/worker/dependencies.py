@@ -49,7 +49,9 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
 
         from functions.worker.provider import OpenAIChatProvider  # noqa: PLC0415
 
-        secrets = CachedSecretSource(SecretsProvider(), settings.secret_max_age_seconds)
+        secrets = CachedSecretSource(
+            SecretsProvider(boto3_client=boto3.client("secretsmanager")), settings.secret_max_age_seconds
+        )
         return OpenAIChatProvider(
             lambda: secrets.get(settings.openai_secret),
             settings.openai_base_url,

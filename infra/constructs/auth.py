@@ -21,7 +21,7 @@ class Auth(Construct):
             self,
             USER_POOL,
             self_sign_up_enabled=config.self_sign_up,
-            sign_in_aliases=cognito.SignInAliases(username=True, email=True),
+            sign_in_aliases=cognito.SignInAliases(username=True),
             sign_in_case_sensitive=False,
             standard_attributes=cognito.StandardAttributes(
                 email=cognito.StandardAttribute(required=False, mutable=True)

@@ -32,12 +32,16 @@ class FunctionError(Exception):
     """The function raised or timed out: for Lambda, the whole batch failed."""
 
 
+_ABSENT = object()
+
+
 def matches(pattern: Any, value: Any) -> bool:
-    """Lambda event filtering, the subset outlast uses: nested objects and lists of allowed values."""
+    """Lambda event filtering, the subset outlast uses: nested objects, lists of allowed values,
+    `prefix` and `exists`."""
     if isinstance(pattern, Mapping):
         if not isinstance(value, Mapping):
             return False
-        return all(key in value and matches(sub, value[key]) for key, sub in pattern.items())
+        return all(matches(sub, value.get(key, _ABSENT)) for key, sub in pattern.items())
     if isinstance(pattern, list):
         return any(_matches_one(option, value) for option in pattern)
     return bool(pattern == value)
@@ -45,7 +49,9 @@ def matches(pattern: Any, value: Any) -> bool:
 
 def _matches_one(option: Any, value: Any) -> bool:
     if isinstance(option, Mapping) and "exists" in option:
-        return bool(option["exists"]) == (value is not None)
+        return bool(option["exists"]) == (value is not _ABSENT)
+    if value is _ABSENT:
+        return False
     if isinstance(option, Mapping) and "prefix" in option:
         return isinstance(value, str) and value.startswith(str(option["prefix"]))
     return bool(option == value)

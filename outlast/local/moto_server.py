@@ -7,6 +7,7 @@ the interleaving of their requests, which is what conditional writes must surviv
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -57,6 +58,7 @@ class MotoServer:
     """A serialized moto server on a background thread (tests) or the main thread (local mode)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request is noise here
         self._server: BaseWSGIServer = make_server(
             host,
             port,
@@ -93,14 +95,12 @@ class MotoServer:
 def main() -> None:
     """`python -m outlast.local.moto_server --port N`: serve until SIGTERM/SIGINT."""
     import argparse  # noqa: PLC0415 - only the command line needs it
-    import logging  # noqa: PLC0415
     import signal  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description="moto in server mode, one request at a time")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     arguments = parser.parse_args()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = MotoServer(arguments.host, arguments.port)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.stop, daemon=True).start())
     print(f"moto: {server.endpoint}", flush=True)  # noqa: T201 - the parent process reads this line

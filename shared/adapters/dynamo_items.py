@@ -70,8 +70,9 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         r.SORT_KEY: JOB_SORT_VALUE,
         r.TYPE_ATTRIBUTE: r.JOB_ITEM_TYPE,
         "jobId": job.job_id,
-        "tenant": job.tenant,
-        "owner": job.owner,
+        # The owner is stored once, as the list index's partition key: tenant and sub never
+        # hold '#' (shared.identity), so the key splits back into both. Every byte here is
+        # rewritten on each transition.
         r.LIST_INDEX_PARTITION: job.owner_key,
         r.LIST_INDEX_SORT: list_key(job.created_at, job.sequence_id),
         "sequenceId": job.sequence_id,
@@ -137,10 +138,11 @@ def summary_from_item(item: Mapping[str, Any]) -> JobSummary:
 def job_from_item(item: Mapping[str, Any]) -> JobRecord:
     """A full job item as a JobRecord."""
     values = deserialize(item)
+    tenant, _, owner = str(values[r.LIST_INDEX_PARTITION]).partition("#")
     return JobRecord(
         **_summary_fields(values),
-        tenant=values["tenant"],
-        owner=values["owner"],
+        tenant=tenant,
+        owner=owner,
         sequence_id=values["sequenceId"],
         model=values["model"],
         prompt_version=values["promptVersion"],

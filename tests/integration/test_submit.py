@@ -72,7 +72,7 @@ def test_a_submit_writes_the_claim_the_input_and_the_job(storage: Storage) -> No
     job = storage.item(job_id, "JOB")
     assert job is not None
     assert job["status"]["S"] == "Pending"
-    assert (job["tenant"]["S"], job["owner"]["S"]) == (SAMPLE_CLAIMS["custom:tenant"], SAMPLE_CLAIMS["sub"])
+    assert job["ownerKey"]["S"] == f"{SAMPLE_CLAIMS['custom:tenant']}#{SAMPLE_CLAIMS['sub']}"
     assert job["inputLocation"]["S"] == "item"
     assert {r.SWEEP_INDEX_PARTITION, r.SWEEP_INDEX_SORT} <= set(job)
     assert item_size(job) < 1024
@@ -125,7 +125,7 @@ def test_a_caller_without_a_tenant_gets_a_personal_tenant(storage: Storage) -> N
     # Then the job belongs to the personal tenant user:{sub}
     job = storage.item(job_id, "JOB")
     assert job is not None
-    assert job["tenant"]["S"] == f"user:{SAMPLE_CLAIMS['sub']}"
+    assert job["ownerKey"]["S"] == f"user:{SAMPLE_CLAIMS['sub']}#{SAMPLE_CLAIMS['sub']}"
 
 
 def test_a_large_input_goes_to_s3_and_the_job_stays_small(storage: Storage) -> None:

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from functions.worker.service import JobWorker
 from shared.adapters.payloads import DynamoS3PayloadStore
+from tests.support.faults import fail_once
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.integration
@@ -101,3 +103,43 @@ def test_a_cancel_that_lands_after_the_answer_wins_and_keeps_the_usage(
     assert pipeline.result(job_id)["statusCode"] == 409
     assert len(pipeline.model_calls()) == 1
     assert [i.failures for i in spied] == [[]]
+
+
+def test_a_job_canceled_during_its_backoff_is_never_called_again(pipeline: Pipeline) -> None:
+    # Given a job whose first call was rate limited: Pending again, its message hidden for the backoff
+    job_id = pipeline.submit(_body("Busy provider. [[fault:rate_limit*5]]"), key="cancel-backoff")["body"][
+        "jobId"
+    ]
+    pipeline.pump(lambda: len(pipeline.model_calls()) == 1 and pipeline.status(job_id)["status"] == "Pending")
+
+    # When the caller cancels it
+    canceled = pipeline.cancel(job_id)
+
+    # Then it is Canceled at once, and the delivery that comes back after the backoff is dropped
+    assert canceled["statusCode"] == 200
+    assert canceled["body"]["status"] == "Canceled"
+    pipeline.pump(lambda: pipeline.queue_depth(pipeline.queues.jobs_url) == 0)
+    final = pipeline.status(job_id)
+    assert (final["status"], final["attempts"], final["error"]) == ("Canceled", 1, None)
+    assert [c["outcome"] for c in pipeline.model_calls()] == ["rate_limit"]
+
+
+def test_the_sweeper_finishes_a_cancel_whose_lease_holder_died(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job whose worker died right after claiming it
+    executions = fail_once(monkeypatch, JobWorker, "_execute")
+    job_id = pipeline.submit(_body("Orphaned."), key="cancel-orphan")["body"]["jobId"]
+    pipeline.pump(lambda: len(executions) == 1)
+
+    # When the caller cancels it: a Running job is only asked to stop
+    requested = pipeline.cancel(job_id)
+    assert requested["statusCode"] == 202
+    assert requested["body"]["status"] == "CancellationRequested"
+
+    # Then, nobody holding it any more, the sweeper ends it once the lease expires
+    [final] = pipeline.terminal(job_id, sweep=True)
+    assert (final["status"], final["attempts"], final["error"]) == ("Canceled", 1, None)
+    assert len(executions) == 1
+    assert pipeline.model_calls() == []
+    assert pipeline.cancel(job_id)["statusCode"] == 200

@@ -46,13 +46,13 @@ def test_a_batch_of_ten_slow_jobs_runs_concurrently_in_one_invocation(patient_pi
 
 def test_a_job_in_flight_near_the_timeout_is_released_not_failed(patient_pipeline: Pipeline) -> None:
     pipeline = patient_pipeline
-    # Given a job whose model call takes 5 s, and a worker invoked with a 4 s timeout: with the
-    # 2 s release margin, the invocation must hand the job back 2 s into the call
+    # Given a job whose model call takes 3 s, and a worker invoked with a 3.5 s timeout: with the
+    # 2 s release margin, the invocation must hand the job back at most 1.5 s into the call
     job_id = pipeline.submit(
-        {"operation": "summarize", "input": {"text": "A long read. [[delay:5]] The end."}}, key="release"
+        {"operation": "summarize", "input": {"text": "A long read. [[delay:3]] The end."}}, key="release"
     )["body"]["jobId"]
     assert pipeline.relay.poll() == 1
-    pipeline.set_worker_timeout(4)
+    pipeline.set_worker_timeout(3.5)
     invocations = pipeline.spy_worker()
 
     # When that invocation works the job

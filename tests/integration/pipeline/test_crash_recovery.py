@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import functions.relay.handler
-from functions.worker.service import JobWorker
+from functions.worker.service import ERROR_MESSAGES, JobWorker
 from tests.support.faults import InjectedFaultError, fail_once
 from tests.support.pipeline import Pipeline
 
@@ -122,6 +122,11 @@ def test_a_job_whose_relay_keeps_failing_is_dispatched_by_the_sweeper(
     assert pipeline.model_calls() == []
 
     # When the sweeper runs: past DISPATCH_GRACE_SECONDS it re-sends the job itself
+    pipeline.wait_for(lambda: job_id in pipeline.sweep()["jobIds"])
+
+    # Then it re-sent exactly one message, and a sweep right after sends no second one
+    assert job_id not in pipeline.sweep()["jobIds"]
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 1
     [final] = pipeline.terminal(job_id, sweep=True)
 
     # Then the job succeeded on its first claim, with the relay still down throughout
@@ -129,3 +134,30 @@ def test_a_job_whose_relay_keeps_failing_is_dispatched_by_the_sweeper(
     assert final["attempts"] == 1
     assert len(pipeline.model_calls()) == 1
     assert len(relay_attempts) == 1 + pipeline.relay.max_retries
+
+
+def test_a_job_whose_worker_always_dies_fails_after_its_last_attempt(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every claim ends in a crash: the sweeper puts the job back twice, then fails it. Each claim
+    counted, no model call was ever made, and the error is the documented one."""
+    # Given a worker that dies after every claim of this job
+    claims: list[int] = []
+
+    async def crash(self: JobWorker, *_: Any) -> None:
+        claims.append(1)
+        raise InjectedFaultError("the worker dies after every claim")
+
+    monkeypatch.setattr(JobWorker, "_execute", crash)
+    job_id = pipeline.submit(BODY, key="always-dies")["body"]["jobId"]
+
+    # When the pipeline runs with the sweeper until the job ends
+    [final], history = pipeline.terminal_with_history(job_id, sweep=True)
+
+    # Then it failed as retries_exhausted after MAX_ATTEMPTS claims, with no model call
+    assert final["status"] == "Failed"
+    assert final["attempts"] == 3
+    assert len(claims) == 3
+    assert final["error"] == {"code": "retries_exhausted", "message": ERROR_MESSAGES["retries_exhausted"]}
+    assert {d["status"] for d in history} <= {"Pending", "Running", "Failed"}
+    assert pipeline.model_calls() == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support.pipeline import Pipeline
@@ -60,3 +62,25 @@ def test_two_copies_in_one_batch_make_one_model_call(pipeline: Pipeline) -> None
     assert final["attempts"] == 1
     assert len(pipeline.model_calls()) == 1
     assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
+
+
+def test_a_duplicate_arriving_during_the_backoff_waits_for_it(pipeline: Pipeline) -> None:
+    # Given a job whose first call was rate limited: Pending, due only after its backoff
+    job_id = pipeline.submit(
+        {"operation": "summarize", "input": {"text": "Busy. [[fault:rate_limit*1]]"}}, key="dup-early"
+    )["body"]["jobId"]
+    pipeline.pump(lambda: len(pipeline.model_calls()) == 1 and pipeline.status(job_id)["status"] == "Pending")
+    backing_off = pipeline.status(job_id)
+    # ... and a copy of its message delivered at once, before the job is due
+    pipeline.send_raw(json.dumps({"jobId": job_id, "traceId": "early-copy"}))
+    invocations = pipeline.spy_worker()
+
+    # When the pipeline runs on
+    [final] = pipeline.terminal(job_id)
+
+    # Then the early copy did not claim the job: it was handed back for later (a reported failure)
+    assert invocations[0].bodies == [json.dumps({"jobId": job_id, "traceId": "early-copy"})]
+    assert len(invocations[0].failures) == 1
+    # ... and the job ran once more when due: 2 claims, 2 model calls in all
+    assert (backing_off["attempts"], final["status"], final["attempts"]) == (1, "Succeeded", 2)
+    assert [c["outcome"] for c in pipeline.model_calls()] == ["rate_limit", "ok"]

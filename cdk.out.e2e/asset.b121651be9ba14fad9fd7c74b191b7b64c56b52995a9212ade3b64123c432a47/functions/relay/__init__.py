@@ -1,0 +1,1 @@
+"""DynamoDB stream -> SQS: the outbox relay that dispatches newly accepted jobs."""

@@ -1,0 +1,110 @@
+"""The read and cancel use cases: every one authorized against the stored owner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from functions.status.dependencies import StatusDependencies
+from shared.clock import truncate_to_millis
+from shared.contract import JobPage, ResultDocument, UsageDocument
+from shared.errors import (
+    JobNotCancelableError,
+    JobNotFoundError,
+    JobNotSucceededError,
+    StorageUnavailableError,
+)
+from shared.job import Caller, JobRecord
+from shared.lifecycle import JobStatus
+from shared.observability import bind_job, logger
+from shared.ports import Transition, TransitionConflictError
+
+# A cancel races at most the worker's claim and its terminal write; more conflicts mean trouble.
+_CANCEL_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    """The job after the cancel, and whether the cancel is still under way (202) or done (200)."""
+
+    job: JobRecord
+    in_progress: bool
+
+
+def _visible(job: JobRecord | None, caller: Caller, deps: StatusDependencies) -> JobRecord:
+    # Missing, expired and someone else's all look the same: a 404, never a 403.
+    if job is None or not job.is_owned_by(caller) or job.is_expired(deps.clock.now()):
+        raise JobNotFoundError
+    return job
+
+
+def get_job(deps: StatusDependencies, caller: Caller, job_id: str) -> JobRecord:
+    """The caller's job, read strongly consistent."""
+    bind_job(job_id)
+    return _visible(deps.repository.get_job(job_id), caller, deps)
+
+
+def get_result(deps: StatusDependencies, caller: Caller, job_id: str) -> ResultDocument:
+    """The output of the caller's Succeeded job."""
+    job = get_job(deps, caller, job_id)
+    if job.status is not JobStatus.SUCCEEDED or job.result_location is None:
+        raise JobNotSucceededError(f"The job is {job.status.value}; only a Succeeded job has a result.")
+    result = deps.payloads.get_result(job.job_id, job.result_location)
+    if result is None:
+        logger.error("result missing for a succeeded job")
+        raise StorageUnavailableError("The result is not readable right now; retry shortly.")
+    usage = job.usage
+    return ResultDocument(
+        job_id=job.job_id,
+        operation=job.operation,
+        output=result.output,
+        usage=UsageDocument(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        if usage
+        else None,
+    )
+
+
+def cancel_job(deps: StatusDependencies, caller: Caller, job_id: str) -> CancelOutcome:
+    """Cancel the caller's job: Pending ends at once, Running is asked to stop at its next check."""
+    job = get_job(deps, caller, job_id)
+    for _ in range(_CANCEL_ROUNDS):
+        outcome = _cancel_step(deps, job)
+        if isinstance(outcome, CancelOutcome):
+            return outcome
+        job = _visible(outcome, caller, deps)
+    raise StorageUnavailableError("The job is changing quickly; retry the cancel.")
+
+
+def _cancel_step(deps: StatusDependencies, job: JobRecord) -> CancelOutcome | JobRecord | None:
+    """One attempt: the outcome, or the job as it now stands when a concurrent write won."""
+    if job.status in {JobStatus.CANCELLATION_REQUESTED, JobStatus.CANCELED}:
+        return CancelOutcome(job=job, in_progress=job.status is JobStatus.CANCELLATION_REQUESTED)
+    if job.status not in {JobStatus.PENDING, JobStatus.RUNNING}:
+        raise JobNotCancelableError(f"The job already ended as {job.status.value}.")
+    now = truncate_to_millis(deps.clock.now())
+    target = JobStatus.CANCELED if job.status is JobStatus.PENDING else JobStatus.CANCELLATION_REQUESTED
+    try:
+        written = deps.repository.transition(
+            Transition(job_id=job.job_id, source=job.status, target=target, now=now, cancel_requested_at=now)
+        )
+    except TransitionConflictError as conflict:
+        return conflict.current
+    logger.info("cancel recorded", extra={"from": job.status.value, "to": target.value})
+    if target is JobStatus.CANCELED:
+        retention = timedelta(hours=deps.settings.input_retention_hours)
+        deps.payloads.expire_input(job.job_id, job.input_location, now + retention)
+    return CancelOutcome(job=written, in_progress=target is JobStatus.CANCELLATION_REQUESTED)
+
+
+def list_jobs(
+    deps: StatusDependencies, caller: Caller, status: JobStatus | None, limit: int, cursor: str | None
+) -> JobPage:
+    """One page of the caller's jobs, newest first; the cursor is bound to the caller and filter."""
+    codec = deps.cursor_codec()
+    status_name = status.value if status else None
+    after = codec.decode(caller, status_name, cursor) if cursor is not None else None
+    page = deps.repository.list_jobs(caller.owner_key, status, limit, after, deps.clock.now())
+    next_cursor = (
+        codec.encode(caller, status_name, page.next_position) if page.next_position is not None else None
+    )
+    return JobPage(items=[job.status_document() for job in page.items], next_cursor=next_cursor)

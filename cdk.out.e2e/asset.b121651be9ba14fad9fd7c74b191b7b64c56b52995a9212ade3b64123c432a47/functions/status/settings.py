@@ -1,0 +1,16 @@
+"""Settings of the status function (status, result, list and cancel)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from shared import resources as r
+from shared.settings import JobPolicySettings, StorageSettings
+
+
+class StatusSettings(StorageSettings, JobPolicySettings):
+    """Where jobs live and the secret that signs list cursors."""
+
+    cursor_secret: str = Field(alias=r.ENV_CURSOR_SECRET, min_length=1)
+    secret_max_age_seconds: int = Field(default=300, alias="SECRET_MAX_AGE_SECONDS", ge=0, le=3600)
+    input_retention_hours: int = Field(default=24, alias="INPUT_RETENTION_HOURS", ge=1, le=24 * 30)

@@ -1,0 +1,129 @@
+"""The submit use case: one idempotent acceptance of a job, as DESIGN.md's write order describes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from functions.submit.dependencies import SubmitDependencies
+from shared import resources as r
+from shared.clock import truncate_to_millis
+from shared.contract import SubmitRequest
+from shared.errors import IdempotencyKeyReusedError, ModelNotAllowedError, RateLimitedError
+from shared.idempotency import fingerprint, scope_hash
+from shared.ids import new_job_id, new_sequence_id
+from shared.job import BlobLocation, Caller, IdempotencyRecord, JobInput, JobRecord
+from shared.lifecycle import JobStatus
+from shared.observability import bind_job, logger
+from shared.prompts import template_for
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    """The job the caller gets, and whether this answer replays an earlier submit."""
+
+    job: JobRecord
+    replayed: bool
+
+
+def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest, key: str) -> SubmitOutcome:
+    """Accept a job exactly once per (caller, key, fingerprint).
+
+    Write order, no transaction: (1) the idempotency claim, the unique constraint; (2) the
+    input; (3) the job item, whose stream INSERT starts the work, so it comes last. A crash
+    between steps leaves what a retry with the same key completes.
+    """
+    settings = deps.settings
+    now = truncate_to_millis(deps.clock.now())
+    model = _model_for(request, settings.default_model, settings.allowed_models)
+    _take_quota(deps, caller, now)
+
+    job_fingerprint = fingerprint(request.client_fields())
+    proposed = IdempotencyRecord(
+        scope_hash=scope_hash(caller, key),
+        fingerprint=job_fingerprint,
+        job_id=new_job_id(),
+        created_at=now,
+        expires_at=now + timedelta(hours=settings.idempotency_ttl_hours),
+        sequence_id=new_sequence_id(),
+        model=model,
+        prompt_version=template_for(request.operation).version,
+        max_attempts=settings.max_attempts,
+        job_expires_at=now + timedelta(days=settings.job_retention_days),
+    )
+    existing = deps.repository.claim_idempotency_key(proposed, now)
+    if existing is not None and existing.fingerprint != job_fingerprint:
+        raise IdempotencyKeyReusedError("This Idempotency-Key was already used with a different request.")
+    claim = existing or proposed
+    bind_job(claim.job_id)
+    if existing is not None:
+        current = deps.repository.get_job(claim.job_id)
+        if current is not None:
+            logger.info("job replayed")
+            return SubmitOutcome(job=current, replayed=True)
+        # The claim exists but the job does not: the first submit stopped between its writes.
+
+    job_input = JobInput(
+        job_id=claim.job_id,
+        text=request.input.text,
+        max_output_tokens=request.options.max_output_tokens if request.options else None,
+        labels=tuple(request.options.labels) if request.options and request.options.labels else None,
+    )
+    location = _location_for(job_input)
+    job = _job_from_claim(claim, caller, request, location)
+    # Steps 2-3, also when completing a crashed submit: same id, same content, both conditional.
+    deps.payloads.put_input(job_input, location, expires_at=claim.job_expires_at)
+    sweep_at = job.dispatch_at + timedelta(seconds=settings.dispatch_grace_seconds)
+    if deps.repository.create_job(job, sweep_at):
+        logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})
+        return SubmitOutcome(job=job, replayed=existing is not None)
+    # A concurrent identical submit wrote the job first: answer with where it stands now.
+    current = deps.repository.get_job(job.job_id)
+    logger.info("job replayed")
+    return SubmitOutcome(job=current or job, replayed=True)
+
+
+def _model_for(request: SubmitRequest, default_model: str, allowed: tuple[str, ...]) -> str:
+    requested = request.options.model if request.options else None
+    if requested is None:
+        return default_model
+    if requested not in allowed:
+        raise ModelNotAllowedError(f"options.model must be one of: {', '.join(allowed)}.")
+    return requested
+
+
+def _take_quota(deps: SubmitDependencies, caller: Caller, now: datetime) -> None:
+    window = now.replace(second=0, microsecond=0)
+    if not deps.repository.take_submit_quota(caller.owner_key, window, deps.settings.submits_per_minute):
+        retry_after = max(1, 60 - now.second)
+        raise RateLimitedError(
+            f"At most {deps.settings.submits_per_minute} submits per minute; retry in {retry_after} s.",
+            retry_after=retry_after,
+        )
+
+
+def _location_for(job_input: JobInput) -> BlobLocation:
+    size = len(job_input.model_dump_json().encode("utf-8"))
+    return "s3" if size > r.INLINE_PAYLOAD_LIMIT_BYTES else "item"
+
+
+def _job_from_claim(
+    claim: IdempotencyRecord, caller: Caller, request: SubmitRequest, location: BlobLocation
+) -> JobRecord:
+    """The job item is a pure function of the claim and the request: a replay rebuilds it exactly."""
+    return JobRecord(
+        job_id=claim.job_id,
+        tenant=caller.tenant,
+        owner=caller.sub,
+        operation=request.operation,
+        status=JobStatus.PENDING,
+        created_at=claim.created_at,
+        updated_at=claim.created_at,
+        expires_at=claim.job_expires_at,
+        sequence_id=claim.sequence_id,
+        model=claim.model,
+        prompt_version=claim.prompt_version,
+        input_location=location,
+        max_attempts=claim.max_attempts,
+        dispatch_at=claim.created_at,
+    )

@@ -1,0 +1,1 @@
+"""Scheduled recovery: lost dispatches, expired leases, stuck cancellations."""

@@ -1,0 +1,41 @@
+"""The composition root of the sweeper."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import boto3
+
+from functions.sweeper.settings import SweeperSettings
+from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.adapters.sqs_queue import SqsJobQueue
+from shared.clock import Clock, SystemClock
+from shared.ports import JobQueue, JobRepository, PayloadStore
+
+
+@dataclass(frozen=True)
+class SweeperDependencies:
+    """The table (through its sparse index), the inputs to expire and the queue to re-send to."""
+
+    settings: SweeperSettings
+    repository: JobRepository
+    payloads: PayloadStore
+    queue: JobQueue
+    clock: Clock
+
+
+@cache
+def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
+    """Create AWS clients once per container."""
+    dynamodb = boto3.client("dynamodb")
+    return SweeperDependencies(
+        settings=settings,
+        repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
+        payloads=DynamoS3PayloadStore(
+            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+        ),
+        queue=SqsJobQueue(boto3.client("sqs"), settings.jobs_queue_url),
+        clock=SystemClock(),
+    )

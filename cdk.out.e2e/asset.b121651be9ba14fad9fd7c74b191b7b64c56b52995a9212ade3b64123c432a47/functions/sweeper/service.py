@@ -1,0 +1,160 @@
+"""The sweeper use case: recover what the happy path lost, from the sparse index only (never a scan).
+
+- Pending past its dispatch grace: a relay failure or a lost message. Bump dispatchAt under a
+  compare (so at most one re-send per grace period), then send a new message.
+- Running past its lease: a worker died. Back to Pending and re-send, or Failed when the
+  attempts are spent.
+- CancellationRequested past its lease: the holder died before its next check. Canceled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from functions.sweeper.dependencies import SweeperDependencies
+from shared import resources as r
+from shared.clock import truncate_to_millis
+from shared.job import JobError, JobRecord
+from shared.lifecycle import JobStatus
+from shared.observability import current_trace_id, logger, metrics
+from shared.ports import JobMessage, Transition, TransitionConflictError
+
+RETRIES_EXHAUSTED = JobError(
+    code="retries_exhausted", message="The provider kept failing; the job gave up after its last attempt."
+)
+
+
+@dataclass
+class SweepReport:
+    """What one sweep did, by kind of recovery."""
+
+    redispatched: int = 0
+    expired_leases: int = 0
+    canceled: int = 0
+    failed: int = 0
+    skipped: int = 0
+    examined: int = 0
+    job_ids: list[str] = field(default_factory=list)
+
+    @property
+    def recoveries(self) -> int:
+        """Jobs this sweep moved."""
+        return self.redispatched + self.expired_leases + self.canceled + self.failed
+
+
+def sweep(deps: SweeperDependencies) -> SweepReport:
+    """One pass over every shard of the sweeper index, bounded by max_items_per_run."""
+    report = SweepReport()
+    now = truncate_to_millis(deps.clock.now())
+    budget = deps.settings.max_items_per_run
+    for shard in range(r.SWEEP_SHARDS):
+        if budget <= 0:
+            break
+        for job_id in deps.repository.sweep_candidates(str(shard), now, min(budget, 100)):
+            budget -= 1
+            report.examined += 1
+            _recover(deps, job_id, now, report)
+    metrics.add_metric(name="SweeperRecoveries", unit="Count", value=report.recoveries)
+    logger.info(
+        "sweep done",
+        extra={
+            "examined": report.examined,
+            "redispatched": report.redispatched,
+            "expired_leases": report.expired_leases,
+            "canceled": report.canceled,
+            "failed": report.failed,
+        },
+    )
+    return report
+
+
+def _recover(deps: SweeperDependencies, job_id: str, now: datetime, report: SweepReport) -> None:
+    job = deps.repository.get_job(job_id)
+    if job is None:
+        return
+    try:
+        moved = _step(deps, job, now, report)
+    except TransitionConflictError:
+        moved = False  # it moved on by itself between our read and our write: nothing to recover
+    if moved:
+        report.job_ids.append(job_id)
+    else:
+        report.skipped += 1
+
+
+def _step(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
+    if job.status is JobStatus.PENDING:
+        return _recover_pending(deps, job, now, report)
+    if job.status in {JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED}:
+        return _recover_leased(deps, job, now, report)
+    return False
+
+
+def _recover_pending(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
+    grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
+    if job.attempts >= job.max_attempts:
+        _write(deps, job, JobStatus.FAILED, now, error=RETRIES_EXHAUSTED)
+        report.failed += 1
+        return True
+    if job.dispatch_at + grace > now:
+        return False
+    deps.repository.bump_dispatch(job, now, now + grace)
+    _dispatch(deps, job.job_id)
+    report.redispatched += 1
+    return True
+
+
+def _recover_leased(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
+    if job.lease_expires_at is not None and job.lease_expires_at > now:
+        # A live lease: heartbeats moved it past the index's first expiry. Move the index entry
+        # too, so long calls never crowd truly stuck jobs out of a sweep's page.
+        deps.repository.defer_sweep(job, job.lease_expires_at)
+        return False
+    if job.status is JobStatus.CANCELLATION_REQUESTED:
+        _write(deps, job, JobStatus.CANCELED, now)
+        report.canceled += 1
+    elif job.attempts >= job.max_attempts:
+        _write(deps, job, JobStatus.FAILED, now, error=RETRIES_EXHAUSTED)
+        report.failed += 1
+    else:
+        grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
+        _write(deps, job, JobStatus.PENDING, now, dispatch_at=now, sweep_at=now + grace)
+        _dispatch(deps, job.job_id)
+        report.expired_leases += 1
+    return True
+
+
+def _write(
+    deps: SweeperDependencies,
+    job: JobRecord,
+    target: JobStatus,
+    now: datetime,
+    *,
+    error: JobError | None = None,
+    dispatch_at: datetime | None = None,
+    sweep_at: datetime | None = None,
+) -> None:
+    deps.repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=job.status,
+            target=target,
+            now=now,
+            lease_token=job.lease_token,
+            error=error,
+            dispatch_at=dispatch_at,
+            sweep_at=sweep_at,
+        )
+    )
+    if target in {JobStatus.FAILED, JobStatus.CANCELED}:
+        retention = timedelta(hours=deps.settings.input_retention_hours)
+        deps.payloads.expire_input(job.job_id, job.input_location, now + retention)
+    logger.info(
+        "sweeper moved a job", extra={"job_id": job.job_id, "from": job.status.value, "to": target.value}
+    )
+
+
+def _dispatch(deps: SweeperDependencies, job_id: str) -> None:
+    # A crash before this send leaves the job Pending with a fresh sweepAt: the next period re-sends it.
+    deps.queue.send(JobMessage(job_id=job_id, trace_id=current_trace_id()))

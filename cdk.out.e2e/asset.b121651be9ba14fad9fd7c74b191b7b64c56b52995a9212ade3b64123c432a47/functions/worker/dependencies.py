@@ -1,0 +1,70 @@
+"""The composition root of the worker: ports wired to adapters, once per container."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+
+import boto3
+
+from functions.worker.settings import WorkerSettings
+from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.adapters.secrets import CachedSecretSource
+from shared.adapters.sqs_queue import SqsJobQueue
+from shared.clock import Clock, SystemClock
+from shared.ports import JobQueue, JobRepository, ModelProvider, PayloadStore
+
+# Threads for blocking calls (model calls and AWS requests): at least the SQS batch size
+# times the calls each job makes at once, so a batch of 10 never queues behind itself.
+_THREADS = 32
+
+
+@dataclass(frozen=True)
+class WorkerDependencies:
+    """Everything the worker talks to, plus the thread pool its blocking calls run on."""
+
+    settings: WorkerSettings
+    repository: JobRepository
+    payloads: PayloadStore
+    queue: JobQueue
+    clock: Clock
+    provider: Callable[[], ModelProvider]
+    executor: ThreadPoolExecutor
+    random: Callable[[], float]
+
+
+@cache
+def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
+    """Create AWS clients once per container; the model client when the first job needs it."""
+    dynamodb = boto3.client("dynamodb")
+
+    @cache
+    def provider() -> ModelProvider:
+        # Built on first use: the secrets client and the provider module cost cold-start time.
+        from aws_lambda_powertools.utilities.parameters import SecretsProvider  # noqa: PLC0415
+
+        from functions.worker.provider import OpenAIChatProvider  # noqa: PLC0415
+
+        secrets = CachedSecretSource(SecretsProvider(), settings.secret_max_age_seconds)
+        return OpenAIChatProvider(
+            lambda: secrets.get(settings.openai_secret),
+            settings.openai_base_url,
+            settings.provider_timeout_seconds,
+        )
+
+    return WorkerDependencies(
+        settings=settings,
+        repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
+        payloads=DynamoS3PayloadStore(
+            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+        ),
+        queue=SqsJobQueue(boto3.client("sqs"), settings.jobs_queue_url, settings.dlq_url),
+        clock=SystemClock(),
+        provider=provider,
+        executor=ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="worker"),
+        random=random.random,
+    )

@@ -1,0 +1,111 @@
+"""ModelProvider on the official `openai` SDK: one call, SDK retries off, errors made domain errors.
+
+`openai` is imported only here, and only when the first client is built, so that its import
+cost (about 0.6 s) stays off every other function's cold start and off the worker's import.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from shared.errors import TerminalProviderError, TransientProviderError
+from shared.job import Usage
+from shared.ports import Completion, CompletionRequest
+
+if TYPE_CHECKING:
+    import openai
+
+# Provider error codes (the `code` of a 400 body) that name a job error code of DESIGN.md.
+_TERMINAL_CODES = {
+    "context_length_exceeded": "context_length_exceeded",
+    "content_policy_violation": "content_policy",
+    "content_filter": "content_policy",
+}
+
+
+class OpenAIChatProvider:
+    """Chat Completions through one shared, thread-safe `openai.OpenAI` client per API key.
+
+    The key is read through a cached secret source on every call; when an operator rotates it,
+    the next call after the cache expires builds a client with the new key.
+    """
+
+    def __init__(self, api_key: Callable[[], str], base_url: str | None, timeout_seconds: float) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout_seconds
+        self._lock = threading.Lock()
+        self._client: openai.OpenAI | None = None
+        self._client_key: str | None = None
+
+    def _client_for_current_key(self) -> openai.OpenAI:
+        key = self._api_key()
+        with self._lock:
+            if self._client is None or key != self._client_key:
+                self._client = build_openai_client(key, self._base_url, self._timeout)
+                self._client_key = key
+            return self._client
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """One call; every SDK exception leaves as a TransientProviderError or TerminalProviderError."""
+        import openai  # noqa: PLC0415 - loaded with the first client; here a dictionary lookup
+
+        client = self._client_for_current_key()
+        arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
+        if request.max_output_tokens is not None:
+            arguments["max_tokens"] = request.max_output_tokens
+        try:
+            response = client.chat.completions.create(**arguments)
+        except openai.APIError as error:
+            raise classify_error(error) from None
+        choice = response.choices[0] if response.choices else None
+        if choice is not None and choice.finish_reason == "content_filter":
+            raise TerminalProviderError("content_policy", "The provider filtered the output.")
+        usage = (
+            Usage(input_tokens=response.usage.prompt_tokens, output_tokens=response.usage.completion_tokens)
+            if response.usage
+            else None
+        )
+        text = (choice.message.content or "") if choice is not None else ""
+        return Completion(text=text.strip(), usage=usage)
+
+
+def _retry_after(error: openai.APIStatusError) -> float | None:
+    headers = error.response.headers
+    milliseconds = headers.get("retry-after-ms")
+    seconds = headers.get("retry-after")
+    try:
+        if milliseconds is not None:
+            return float(milliseconds) / 1000
+        if seconds is not None:
+            return float(seconds)
+    except ValueError:
+        return None  # an HTTP-date or garbage: fall back to our own backoff
+    return None
+
+
+def classify_error(error: openai.APIError) -> TransientProviderError | TerminalProviderError:
+    """Map an SDK error to a failure class by type and status code, never by message text."""
+    import openai  # noqa: PLC0415
+
+    if isinstance(error, openai.APITimeoutError | openai.APIConnectionError):
+        return TransientProviderError("The provider did not answer in time.")
+    if not isinstance(error, openai.APIStatusError):
+        return TransientProviderError("The provider's answer could not be read.")
+    status = error.status_code
+    if status in {401, 403, 404}:
+        return TerminalProviderError("provider_auth", "The provider refused outlast's credentials or model.")
+    if status in {408, 409, 429} or status >= 500:
+        return TransientProviderError("The provider is busy or failing.", retry_after=_retry_after(error))
+    code = error.code if isinstance(error.code, str) else ""
+    job_code = _TERMINAL_CODES.get(code, "invalid_input")
+    return TerminalProviderError(job_code, "The provider rejected the request.")
+
+
+def build_openai_client(api_key: str, base_url: str | None, timeout_seconds: float) -> openai.OpenAI:
+    """The SDK client: our timeout, and max_retries=0 so the retry policy lives in the worker alone."""
+    import openai  # noqa: PLC0415 - the lazy import this module exists for
+
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_seconds, max_retries=0)

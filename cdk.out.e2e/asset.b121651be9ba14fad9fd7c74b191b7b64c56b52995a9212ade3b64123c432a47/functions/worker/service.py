@@ -1,0 +1,333 @@
+"""The worker use case: claim a job atomically, call the model under a lease, record the outcome.
+
+No transaction or lock is held across the model call: the claim is one conditional write,
+the lease is kept alive by heartbeats, and every later write is conditional on the lease
+token, so a worker that lost its job can never overwrite the one that has it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from functions.worker.backoff import backoff_seconds
+from functions.worker.dependencies import WorkerDependencies
+from shared.clock import truncate_to_millis
+from shared.errors import TerminalProviderError, TransientProviderError
+from shared.job import BlobLocation, JobError, JobRecord, JobResult, Usage
+from shared.lifecycle import JobStatus
+from shared.messages import parse_job_message
+from shared.observability import bind_job, logger, metrics
+from shared.ports import Completion, CompletionRequest, Lease, Transition, TransitionConflictError
+from shared.prompts import template_for_version
+from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
+
+T = TypeVar("T")
+
+# Safe, stable messages for each job error code: what a caller may read in the status document.
+ERROR_MESSAGES = {
+    "invalid_input": "The provider rejected the request as invalid.",
+    "context_length_exceeded": "The input is too long for the model's context window.",
+    "content_policy": "The provider declined the input under its content policy.",
+    "provider_auth": "The provider refused the service's credentials; operators have been alerted.",
+    "retries_exhausted": "The provider kept failing; the job gave up after its last attempt.",
+    "input_missing": "The job's input is no longer available.",
+}
+
+
+class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not an error
+    """Leave the message on the queue: its visibility already says when it comes back."""
+
+
+class _LeaseLost(Exception):  # noqa: N818
+    """A heartbeat found someone else holding the job."""
+
+
+class _CancelObserved(Exception):  # noqa: N818
+    """A heartbeat found the job CancellationRequested."""
+
+
+class _ReleaseNeeded(Exception):  # noqa: N818
+    """The invocation is about to time out; hand the job back rather than lose it."""
+
+
+@dataclass
+class _Run:
+    """One claimed job: the record as last written and the lease that guards every write."""
+
+    job: JobRecord
+    lease: Lease
+    usage: Usage | None = None
+
+
+class JobWorker:
+    """Processes one queue message at a time; many run concurrently in one invocation."""
+
+    def __init__(self, deps: WorkerDependencies, deadline: float) -> None:
+        self._deps = deps
+        self._settings = deps.settings
+        self._deadline = deadline  # time.monotonic() after which in-flight jobs are released
+
+    async def _io(self, function: Callable[..., T], *args: object) -> T:
+        """Run a blocking call (AWS, the model) on the worker's pool, off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._deps.executor, lambda: function(*args))
+
+    def _now(self) -> datetime:
+        return truncate_to_millis(self._deps.clock.now())
+
+    async def handle(self, body: str, receipt_handle: str) -> None:
+        """Process one message; return to delete it, raise RetryLater to keep it for later."""
+        message = parse_job_message(body)
+        if message is None:
+            await self._park(body, "unparseable", None)
+            return
+        bind_job(message.job_id)
+        logger.append_keys(trace_id=message.trace_id)
+        job = await self._io(self._deps.repository.get_job, message.job_id)
+        if job is None:
+            await self._park(body, "unknown_job", message.job_id)
+            return
+        if job.status is not JobStatus.PENDING:
+            # Terminal, or held by another worker (whose lease the sweeper watches): a duplicate.
+            logger.info("delivery dropped", extra={"status": job.status.value})
+            return
+        run = await self._claim(job, receipt_handle)
+        if run is not None:
+            await self._execute(run, receipt_handle)
+
+    async def _park(self, body: str, reason: str, job_id: str | None) -> None:
+        # Poison: no retry can fix it, so it goes to the DLQ now instead of after maxReceiveCount.
+        await self._io(self._deps.queue.send_to_dlq, body, reason, job_id)
+        metrics.add_metric(name="PoisonMessages", unit="Count", value=1)
+        logger.warning("poison message parked on the DLQ", extra={"reason": reason})
+
+    async def _claim(self, job: JobRecord, receipt_handle: str) -> _Run | None:
+        now = self._now()
+        if job.attempts >= job.max_attempts:
+            await self._finish_pending_exhausted(job, now)
+            return None
+        if job.dispatch_at > now:
+            # Early (a duplicate while the job backs off): come back when it is due.
+            wait = max(1, int((job.dispatch_at - now).total_seconds() + 0.999))
+            await self._io(self._deps.queue.change_visibility, receipt_handle, wait)
+            raise RetryLater
+        lease = Lease(
+            token=uuid.uuid4().hex, expires_at=now + timedelta(seconds=self._settings.lease_seconds)
+        )
+        claim = Transition(
+            job_id=job.job_id,
+            source=JobStatus.PENDING,
+            target=JobStatus.RUNNING,
+            now=now,
+            new_lease=lease,
+            count_attempt=True,
+            require_due=True,
+            sweep_at=lease.expires_at,
+        )
+        try:
+            claimed = await self._io(self._deps.repository.transition, claim)
+        except TransitionConflictError:
+            # Someone else claimed it, it was canceled, or it is not due: whoever moved it owns
+            # its next dispatch, so this message has nothing left to do. No model call.
+            logger.info("claim lost")
+            return None
+        logger.info("claimed", extra={"attempt": claimed.attempts})
+        return _Run(job=claimed, lease=lease)
+
+    async def _execute(self, run: _Run, receipt_handle: str) -> None:
+        job_input = await self._io(self._deps.payloads.get_input, run.job.job_id, run.job.input_location)
+        if job_input is None:
+            await self._fail(run, "input_missing")
+            return
+        template = template_for_version(run.job.operation, run.job.prompt_version)
+        request = CompletionRequest(
+            model=run.job.model,
+            messages=template.render(job_input.text, job_input.labels),
+            max_output_tokens=job_input.max_output_tokens,
+        )
+        try:
+            completion = await self._call_under_lease(run, request)
+        except TransientProviderError as error:
+            await self._retry_or_exhaust(run, receipt_handle, error.retry_after)
+        except TerminalProviderError as error:
+            await self._fail(run, error.job_code)
+        except _CancelObserved:
+            await self._cancel(run)
+        except _ReleaseNeeded:
+            await self._release(run, receipt_handle)
+        except _LeaseLost:
+            logger.warning("lease lost during the model call; writing nothing more")
+        else:
+            await self._succeed(run, completion, job_input.labels)
+
+    async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
+        """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(self._deps.executor, self._deps.provider().complete, request)
+        while True:
+            budget = self._deadline - time.monotonic()
+            done, _ = await asyncio.wait(
+                {call}, timeout=max(0.0, min(self._settings.heartbeat_seconds, budget))
+            )
+            if done:
+                return call.result()
+            if time.monotonic() >= self._deadline:
+                # The blocked thread finishes on its own (bounded by the SDK timeout); its answer
+                # is simply never read.
+                raise _ReleaseNeeded
+            await self._heartbeat(run)
+
+    async def _heartbeat(self, run: _Run) -> None:
+        lease = Lease(
+            token=run.lease.token, expires_at=self._now() + timedelta(seconds=self._settings.lease_seconds)
+        )
+        try:
+            run.job = await self._io(self._deps.repository.heartbeat, run.job.job_id, lease)
+        except TransitionConflictError as conflict:
+            raise _LeaseLost from conflict
+        if run.job.status is JobStatus.CANCELLATION_REQUESTED:
+            raise _CancelObserved
+
+    async def _succeed(self, run: _Run, completion: Completion, labels: tuple[str, ...] | None) -> None:
+        output = _normalize_label(completion.text, labels)
+        location: BlobLocation = "s3" if len(output.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
+        # The result first: a crash before the status write costs one more model call, never a
+        # Succeeded job without a result.
+        result = JobResult(job_id=run.job.job_id, output=output)
+        await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
+        run.usage = completion.usage
+        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
+
+    async def _fail(self, run: _Run, code: str) -> None:
+        await self._terminal(run, JobStatus.FAILED, error=JobError(code=code, message=ERROR_MESSAGES[code]))
+
+    async def _cancel(self, run: _Run) -> None:
+        await self._terminal(run, JobStatus.CANCELED)
+
+    async def _terminal(
+        self,
+        run: _Run,
+        target: JobStatus,
+        *,
+        error: JobError | None = None,
+        result_location: BlobLocation | None = None,
+    ) -> None:
+        """Write a terminal state as the lease holder. Once a cancel is requested, Canceled wins:
+        the caller asked to stop, so the output is dropped (usage is kept)."""
+        if run.job.status is JobStatus.CANCELLATION_REQUESTED:
+            target, error, result_location = JobStatus.CANCELED, None, None
+        now = self._now()
+        transition = Transition(
+            job_id=run.job.job_id,
+            source=run.job.status,
+            target=target,
+            now=now,
+            lease_token=run.lease.token,
+            error=error,
+            usage=run.usage,
+            result_location=result_location,
+        )
+        try:
+            run.job = await self._io(self._deps.repository.transition, transition)
+        except TransitionConflictError as conflict:
+            if _cancel_won(conflict, run):
+                await self._terminal(run, target, error=error, result_location=result_location)
+            else:
+                logger.warning("terminal write lost; another writer owns the job")
+            return
+        retention = timedelta(hours=self._settings.input_retention_hours)
+        await self._io(
+            self._deps.payloads.expire_input, run.job.job_id, run.job.input_location, now + retention
+        )
+        metrics.add_metric(name=f"Jobs{run.job.status.value}", unit="Count", value=1)
+        logger.info(
+            "job finished",
+            extra={"status": run.job.status.value, "error_code": error.code if error else None},
+        )
+
+    async def _retry_or_exhaust(self, run: _Run, receipt_handle: str, provider_hint: float | None) -> None:
+        if run.job.attempts >= run.job.max_attempts:
+            await self._fail(run, "retries_exhausted")
+            return
+        delay = backoff_seconds(
+            run.job.attempts,
+            self._settings.backoff_base_seconds,
+            self._settings.backoff_cap_seconds,
+            provider_hint,
+            self._deps.random,
+        )
+        await self._back_to_pending(run, receipt_handle, delay)
+
+    async def _release(self, run: _Run, receipt_handle: str) -> None:
+        """Near the Lambda timeout: hand the job back (never fail it) unless attempts are spent."""
+        if run.job.attempts >= run.job.max_attempts:
+            await self._fail(run, "retries_exhausted")
+            return
+        await self._back_to_pending(run, receipt_handle, 1)
+
+    async def _back_to_pending(self, run: _Run, receipt_handle: str, delay: int) -> None:
+        if run.job.status is JobStatus.CANCELLATION_REQUESTED:
+            await self._cancel(run)
+            return
+        now = self._now()
+        dispatch_at = now + timedelta(seconds=delay)
+        transition = Transition(
+            job_id=run.job.job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.PENDING,
+            now=now,
+            lease_token=run.lease.token,
+            dispatch_at=dispatch_at,
+            sweep_at=dispatch_at + timedelta(seconds=self._settings.dispatch_grace_seconds),
+        )
+        try:
+            run.job = await self._io(self._deps.repository.transition, transition)
+        except TransitionConflictError as conflict:
+            if _cancel_won(conflict, run):
+                await self._cancel(run)
+            return
+        # The worker dispatches what it put back to Pending: its own message, hidden until due.
+        await self._io(self._deps.queue.change_visibility, receipt_handle, delay)
+        logger.info("job will retry", extra={"delay_seconds": delay, "attempt": run.job.attempts})
+        raise RetryLater
+
+    async def _finish_pending_exhausted(self, job: JobRecord, now: datetime) -> None:
+        transition = Transition(
+            job_id=job.job_id,
+            source=JobStatus.PENDING,
+            target=JobStatus.FAILED,
+            now=now,
+            error=JobError(code="retries_exhausted", message=ERROR_MESSAGES["retries_exhausted"]),
+        )
+        try:
+            await self._io(self._deps.repository.transition, transition)
+        except TransitionConflictError:
+            logger.info("exhausted job moved on before it could be failed")
+
+
+def _cancel_won(conflict: TransitionConflictError, run: _Run) -> bool:
+    """True when the write lost only to a cancel request on a job we still hold; `run` adopts it."""
+    current = conflict.current
+    if (
+        current is None
+        or current.status is not JobStatus.CANCELLATION_REQUESTED
+        or current.lease_token != run.lease.token
+        or run.job.status is JobStatus.CANCELLATION_REQUESTED
+    ):
+        return False
+    run.job = current
+    return True
+
+
+def _normalize_label(text: str, labels: tuple[str, ...] | None) -> str:
+    """For classify, answer with the caller's spelling of a label when the model's casing differs."""
+    if not labels:
+        return text
+    by_folded = {label.casefold(): label for label in labels}
+    return by_folded.get(text.strip().strip(".").casefold(), text)

@@ -1,0 +1,27 @@
+"""Settings of the worker function."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from shared import resources as r
+from shared.settings import JobPolicySettings
+
+
+class WorkerSettings(JobPolicySettings):
+    """Storage, queues, the provider and the timing of leases, retries and releases."""
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)
+    jobs_queue_url: str = Field(alias=r.ENV_JOBS_QUEUE_URL, min_length=1)
+    dlq_url: str = Field(alias=r.ENV_DLQ_URL, min_length=1)
+    openai_secret: str = Field(alias=r.ENV_OPENAI_SECRET, min_length=1)
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    secret_max_age_seconds: int = Field(default=300, alias="SECRET_MAX_AGE_SECONDS", ge=0, le=3600)
+    lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=1, le=900)
+    heartbeat_seconds: float = Field(default=20, alias="HEARTBEAT_SECONDS", gt=0, le=300)
+    provider_timeout_seconds: float = Field(default=120, alias="PROVIDER_TIMEOUT_SECONDS", gt=0, le=900)
+    backoff_base_seconds: float = Field(default=2, alias="BACKOFF_BASE_SECONDS", gt=0, le=300)
+    backoff_cap_seconds: float = Field(default=300, alias="BACKOFF_CAP_SECONDS", gt=0, le=43_200)
+    release_margin_seconds: float = Field(default=15, alias="RELEASE_MARGIN_SECONDS", ge=1, le=300)
+    input_retention_hours: int = Field(default=24, alias="INPUT_RETENTION_HOURS", ge=1, le=24 * 30)

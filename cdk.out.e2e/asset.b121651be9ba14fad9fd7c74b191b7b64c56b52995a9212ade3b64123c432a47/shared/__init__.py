@@ -1,0 +1,1 @@
+"""Code common to every outlast function: the domain, its ports and the AWS adapters."""

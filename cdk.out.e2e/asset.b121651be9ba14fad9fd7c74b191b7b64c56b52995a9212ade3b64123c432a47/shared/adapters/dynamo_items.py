@@ -1,0 +1,190 @@
+"""The mapping between domain records and DynamoDB items (low-level attribute-value form)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from shared import resources as r
+from shared.clock import epoch_seconds, from_iso, to_iso
+from shared.contract import Operation
+from shared.job import IdempotencyRecord, JobError, JobRecord, JobSummary, Usage
+from shared.lifecycle import JobStatus
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+JOB_SORT_VALUE = "JOB"
+INPUT_SORT_VALUE = "INPUT"
+RESULT_SORT_VALUE = "RESULT"
+
+
+def job_pk(job_id: str) -> str:
+    """The partition holding a job, its input and its result."""
+    return f"JOB#{job_id}"
+
+
+def job_key(job_id: str) -> dict[str, Any]:
+    """The primary key of a job item, in attribute-value form."""
+    return {r.PARTITION_KEY: {"S": job_pk(job_id)}, r.SORT_KEY: {"S": JOB_SORT_VALUE}}
+
+
+def sweep_shard(job_id: str) -> str:
+    """The sweeper-index partition of a job: a stable hash, so a burst spreads over all shards."""
+    return str(int(hashlib.sha256(job_id.encode()).hexdigest()[:8], 16) % r.SWEEP_SHARDS)
+
+
+def list_key(created_at: datetime, sequence_id: str) -> str:
+    """The list-index sort key: submission time, ties broken by the time-ordered sequence id."""
+    return f"{to_iso(created_at)}#{sequence_id}"
+
+
+def serialize(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Python values to attribute values, leaving out Nones (absent, not NULL)."""
+    return {key: _serializer.serialize(value) for key, value in values.items() if value is not None}
+
+
+def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Attribute values to Python values; numbers come back as int."""
+    plain = {key: _deserializer.deserialize(value) for key, value in item.items()}
+    return {key: int(value) if isinstance(value, Decimal) else value for key, value in plain.items()}
+
+
+def _optional_iso(value: datetime | None) -> str | None:
+    return to_iso(value) if value is not None else None
+
+
+def _optional_time(value: Any) -> datetime | None:
+    return from_iso(value) if isinstance(value, str) else None
+
+
+def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
+    """A new job item, its list-index keys and (while watched) its sweeper-index keys."""
+    values: dict[str, Any] = {
+        r.PARTITION_KEY: job_pk(job.job_id),
+        r.SORT_KEY: JOB_SORT_VALUE,
+        r.TYPE_ATTRIBUTE: r.JOB_ITEM_TYPE,
+        "jobId": job.job_id,
+        "tenant": job.tenant,
+        "owner": job.owner,
+        r.LIST_INDEX_PARTITION: job.owner_key,
+        r.LIST_INDEX_SORT: list_key(job.created_at, job.sequence_id),
+        "sequenceId": job.sequence_id,
+        "operation": job.operation.value,
+        "status": job.status.value,
+        "createdAt": to_iso(job.created_at),
+        "updatedAt": to_iso(job.updated_at),
+        "expiresAt": to_iso(job.expires_at),
+        r.TTL_ATTRIBUTE: epoch_seconds(job.expires_at),
+        "attempts": job.attempts,
+        "maxAttempts": job.max_attempts,
+        "model": job.model,
+        "promptVersion": job.prompt_version,
+        "inputLocation": job.input_location,
+        "dispatchAt": to_iso(job.dispatch_at),
+        "redriveCount": job.redrive_count,
+        "cancelRequestedAt": _optional_iso(job.cancel_requested_at),
+        "leaseToken": job.lease_token,
+        "leaseExpiresAt": _optional_iso(job.lease_expires_at),
+        "resultLocation": job.result_location,
+    }
+    if job.error is not None:
+        values.update(errorCode=job.error.code, errorMessage=job.error.message)
+    if job.usage is not None:
+        values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
+    if sweep_at is not None:
+        values.update(
+            {r.SWEEP_INDEX_PARTITION: sweep_shard(job.job_id), r.SWEEP_INDEX_SORT: to_iso(sweep_at)}
+        )
+    return serialize(values)
+
+
+def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    error = (
+        JobError(code=values["errorCode"], message=values.get("errorMessage", ""))
+        if "errorCode" in values
+        else None
+    )
+    usage = (
+        Usage(input_tokens=values["inputTokens"], output_tokens=values.get("outputTokens", 0))
+        if "inputTokens" in values
+        else None
+    )
+    return {
+        "job_id": values["jobId"],
+        "status": JobStatus(values["status"]),
+        "operation": Operation(values["operation"]),
+        "created_at": from_iso(values["createdAt"]),
+        "updated_at": from_iso(values["updatedAt"]),
+        "expires_at": from_iso(values["expiresAt"]),
+        "attempts": values.get("attempts", 0),
+        "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
+        "error": error,
+        "usage": usage,
+    }
+
+
+def summary_from_item(item: Mapping[str, Any]) -> JobSummary:
+    """A list-index item (only the projected attributes) as a JobSummary."""
+    return JobSummary(**_summary_fields(deserialize(item)))
+
+
+def job_from_item(item: Mapping[str, Any]) -> JobRecord:
+    """A full job item as a JobRecord."""
+    values = deserialize(item)
+    return JobRecord(
+        **_summary_fields(values),
+        tenant=values["tenant"],
+        owner=values["owner"],
+        sequence_id=values["sequenceId"],
+        model=values["model"],
+        prompt_version=values["promptVersion"],
+        input_location=values["inputLocation"],
+        max_attempts=values["maxAttempts"],
+        dispatch_at=from_iso(values["dispatchAt"]),
+        lease_token=values.get("leaseToken"),
+        lease_expires_at=_optional_time(values.get("leaseExpiresAt")),
+        redrive_count=values.get("redriveCount", 0),
+        result_location=values.get("resultLocation"),
+    )
+
+
+def idempotency_to_item(record: IdempotencyRecord) -> dict[str, Any]:
+    """The idempotency claim item; its TTL is its own expiry (24 h), never the job's."""
+    return serialize(
+        {
+            r.IDEMPOTENCY_PARTITION_KEY: f"IDEM#{record.scope_hash}",
+            "fingerprint": record.fingerprint,
+            "jobId": record.job_id,
+            "createdAt": to_iso(record.created_at),
+            "expiresAt": to_iso(record.expires_at),
+            r.TTL_ATTRIBUTE: epoch_seconds(record.expires_at),
+            "sequenceId": record.sequence_id,
+            "model": record.model,
+            "promptVersion": record.prompt_version,
+            "maxAttempts": record.max_attempts,
+            "jobExpiresAt": to_iso(record.job_expires_at),
+        }
+    )
+
+
+def idempotency_from_item(item: Mapping[str, Any]) -> IdempotencyRecord:
+    """An idempotency claim item as a record."""
+    values = deserialize(item)
+    return IdempotencyRecord(
+        scope_hash=str(values[r.IDEMPOTENCY_PARTITION_KEY]).removeprefix("IDEM#"),
+        fingerprint=values["fingerprint"],
+        job_id=values["jobId"],
+        created_at=from_iso(values["createdAt"]),
+        expires_at=from_iso(values["expiresAt"]),
+        sequence_id=values["sequenceId"],
+        model=values["model"],
+        prompt_version=values["promptVersion"],
+        max_attempts=values["maxAttempts"],
+        job_expires_at=from_iso(values["jobExpiresAt"]),
+    )

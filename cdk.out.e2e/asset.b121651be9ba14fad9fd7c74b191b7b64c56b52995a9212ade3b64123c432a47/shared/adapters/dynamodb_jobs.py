@@ -1,0 +1,276 @@
+"""JobRepository on DynamoDB: one jobs table (stream on) and one idempotency table (no stream)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from shared import resources as r
+from shared.adapters.dynamo_errors import error_code, storage_errors
+from shared.adapters.dynamo_items import (
+    idempotency_from_item,
+    idempotency_to_item,
+    job_from_item,
+    job_key,
+    job_to_item,
+    serialize,
+    summary_from_item,
+    sweep_shard,
+)
+from shared.adapters.update_builder import UpdateBuilder
+from shared.clock import epoch_seconds, to_iso
+from shared.cursor import ListPosition
+from shared.job import IdempotencyRecord, JobRecord
+from shared.lifecycle import TERMINAL, JobStatus, check_transition
+from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+_LEASE_STATUSES = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
+
+
+def _old_item(error: ClientError) -> dict[str, Any] | None:
+    item: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+    return item or None
+
+
+class DynamoJobRepository:
+    """Jobs, list and sweeper indexes, idempotency claims and submit-rate counters.
+
+    Takes an injected low-level DynamoDB client (created once per container by the
+    function's composition root), so the same class runs against AWS, moto and local mode.
+    """
+
+    def __init__(self, client: DynamoDBClient, jobs_table: str, idempotency_table: str) -> None:
+        self._client = client
+        self._jobs_table = jobs_table
+        self._idempotency_table = idempotency_table
+
+    def claim_idempotency_key(self, record: IdempotencyRecord, now: datetime) -> IdempotencyRecord | None:
+        """Write the claim unless a live one exists; the loser gets the winner's claim in the same call."""
+        try:
+            with storage_errors():
+                self._client.put_item(
+                    TableName=self._idempotency_table,
+                    Item=idempotency_to_item(record),
+                    # TTL deletes late, so an expired claim is treated as absent.
+                    ConditionExpression="attribute_not_exists(#pk) OR #expiresAt < :now",
+                    ExpressionAttributeNames={"#pk": r.IDEMPOTENCY_PARTITION_KEY, "#expiresAt": "expiresAt"},
+                    ExpressionAttributeValues={":now": {"S": to_iso(now)}},
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            item = _old_item(error)
+            if item is None:  # pragma: no cover - DynamoDB always returns ALL_OLD here
+                raise
+            return idempotency_from_item(item)
+        return None
+
+    def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
+        """Write the job item unless it exists; its INSERT on the stream is what starts the work."""
+        try:
+            with storage_errors():
+                self._client.put_item(
+                    TableName=self._jobs_table,
+                    Item=job_to_item(job, sweep_at=sweep_at),
+                    ConditionExpression="attribute_not_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": r.PARTITION_KEY},
+                )
+        except ClientError as error:
+            if error_code(error) == _CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        """The job, read strongly consistent: a stale 404 right after a 202 would be a bug."""
+        with storage_errors():
+            response = self._client.get_item(
+                TableName=self._jobs_table, Key=job_key(job_id), ConsistentRead=True
+            )
+        item = response.get("Item")
+        return job_from_item(item) if item else None
+
+    def list_jobs(
+        self, owner_key: str, status: JobStatus | None, limit: int, after: ListPosition | None, now: datetime
+    ) -> JobPageSlice:
+        """Newest first from the owner's partition of the list index; expired jobs filtered out.
+
+        `limit` bounds the items read, so a page can come back short (or empty) while there is
+        more: the filter runs after the read, as DynamoDB defines it.
+        """
+        names = {"#owner": r.LIST_INDEX_PARTITION, "#expiresAt": "expiresAt"}
+        values: dict[str, Any] = {":owner": owner_key, ":now": to_iso(now)}
+        filters = ["#expiresAt > :now"]
+        if status is not None:
+            names["#status"] = "status"
+            values[":status"] = status.value
+            filters.append("#status = :status")
+        arguments: dict[str, Any] = {
+            "TableName": self._jobs_table,
+            "IndexName": r.LIST_INDEX,
+            "KeyConditionExpression": "#owner = :owner",
+            "FilterExpression": " AND ".join(filters),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": serialize(values),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if after is not None:
+            arguments["ExclusiveStartKey"] = serialize(
+                {
+                    r.LIST_INDEX_PARTITION: owner_key,
+                    r.LIST_INDEX_SORT: after.list_key,
+                    r.PARTITION_KEY: f"JOB#{after.job_id}",
+                    r.SORT_KEY: "JOB",
+                }
+            )
+        with storage_errors():
+            response = self._client.query(**arguments)
+        last = response.get("LastEvaluatedKey")
+        next_position = (
+            ListPosition(
+                list_key=last[r.LIST_INDEX_SORT]["S"],
+                job_id=last[r.PARTITION_KEY]["S"].removeprefix("JOB#"),
+            )
+            if last
+            else None
+        )
+        return JobPageSlice(
+            items=[summary_from_item(i) for i in response.get("Items", [])], next_position=next_position
+        )
+
+    def transition(self, transition: Transition) -> JobRecord:
+        """One conditional UpdateItem: the lifecycle edge, the lease, and the index keys together."""
+        check_transition(transition.source, transition.target, operator_redrive=transition.operator_redrive)
+        return self._conditional_update(transition.job_id, _transition_update(transition))
+
+    def take_submit_quota(self, owner_key: str, window_start: datetime, limit: int) -> bool:
+        """One conditional ADD on the owner's counter for this minute; the item expires by TTL."""
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._idempotency_table,
+                    Key={r.IDEMPOTENCY_PARTITION_KEY: {"S": f"RATE#{owner_key}#{to_iso(window_start)}"}},
+                    UpdateExpression="ADD #count :one SET #ttl = if_not_exists(#ttl, :ttl)",
+                    ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
+                    ExpressionAttributeNames={"#count": "submits", "#ttl": r.TTL_ATTRIBUTE},
+                    ExpressionAttributeValues=serialize(
+                        {":one": 1, ":limit": limit, ":ttl": epoch_seconds(window_start) + 120}
+                    ),
+                )
+        except ClientError as error:
+            if error_code(error) == _CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+    def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
+        """Extend the lease while the holder still has it; the index keys are left alone."""
+        update = UpdateBuilder()
+        status = update.name("status")
+        running = update.value(JobStatus.RUNNING.value)
+        requested = update.value(JobStatus.CANCELLATION_REQUESTED.value)
+        update.require(f"{status} IN ({running}, {requested})")
+        update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
+        update.set("leaseExpiresAt", to_iso(lease.expires_at))
+        return self._conditional_update(job_id, update)
+
+    def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
+        """Pending stays Pending; the compare on dispatchAt makes this the one re-send of the period."""
+        update = UpdateBuilder()
+        update.require(f"{update.name('status')} = {update.value(JobStatus.PENDING.value)}")
+        update.require(f"{update.name('dispatchAt')} = {update.value(to_iso(job.dispatch_at))}")
+        update.set("dispatchAt", to_iso(now)).set("updatedAt", to_iso(now))
+        update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(job.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
+        return self._conditional_update(job.job_id, update)
+
+    def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
+        """Move a watched job's sweepAt later, if it has not changed status or lease since it was read."""
+        update = UpdateBuilder()
+        update.require(f"{update.name('status')} = {update.value(job.status.value)}")
+        if job.lease_token is not None:
+            update.require(f"{update.name('leaseToken')} = {update.value(job.lease_token)}")
+        update.set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
+        self._conditional_update(job.job_id, update)
+
+    def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
+        """One query on the sparse sweeper index: only watched jobs carry its keys, so no scan."""
+        with storage_errors():
+            response = self._client.query(
+                TableName=self._jobs_table,
+                IndexName=r.SWEEP_INDEX,
+                KeyConditionExpression="#shard = :shard AND #at <= :due",
+                ExpressionAttributeNames={"#shard": r.SWEEP_INDEX_PARTITION, "#at": r.SWEEP_INDEX_SORT},
+                ExpressionAttributeValues=serialize({":shard": shard, ":due": to_iso(due_by)}),
+                Limit=limit,
+            )
+        return [item[r.PARTITION_KEY]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
+
+    def _conditional_update(self, job_id: str, update: UpdateBuilder) -> JobRecord:
+        try:
+            with storage_errors():
+                response = self._client.update_item(
+                    TableName=self._jobs_table,
+                    Key=job_key(job_id),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **update.request(),
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            old = _old_item(error)
+            raise TransitionConflictError(job_from_item(old) if old else None) from None
+        return job_from_item(response["Attributes"])
+
+
+def _transition_update(t: Transition) -> UpdateBuilder:
+    update = UpdateBuilder()
+    status = update.name("status")
+    update.require(f"{status} = {update.value(t.source.value)}")
+    update.set("status", t.target.value).set("updatedAt", to_iso(t.now))
+    if t.lease_token is not None:
+        update.require(f"{update.name('leaseToken')} = {update.value(t.lease_token)}")
+    if t.require_due:
+        update.require(f"{update.name('dispatchAt')} <= {update.value(to_iso(t.now))}")
+    if t.count_attempt:
+        attempts = update.name("attempts")
+        update.require(f"{attempts} < {update.name('maxAttempts')}")
+        update.set_expression("attempts", f"{attempts} + {update.value(1)}")
+    if t.renew_attempts:
+        update.set("attempts", 0).set_expression(
+            "redriveCount",
+            f"if_not_exists({update.name('redriveCount')}, {update.value(0)}) + {update.value(1)}",
+        )
+        update.remove("errorCode", "errorMessage", "resultLocation")
+    if t.new_lease is not None:
+        update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
+    elif t.target not in _LEASE_STATUSES:
+        update.remove("leaseToken", "leaseExpiresAt")
+    _set_index_and_fields(update, t)
+    return update
+
+
+def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
+    if t.target in TERMINAL:
+        update.remove(r.SWEEP_INDEX_PARTITION, r.SWEEP_INDEX_SORT)
+    elif t.sweep_at is not None:
+        update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(t.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(t.sweep_at))
+    if t.dispatch_at is not None:
+        update.set("dispatchAt", to_iso(t.dispatch_at))
+    if t.cancel_requested_at is not None:
+        update.set("cancelRequestedAt", to_iso(t.cancel_requested_at))
+    if t.error is not None:
+        update.set("errorCode", t.error.code).set("errorMessage", t.error.message)
+    if t.usage is not None:
+        # Tokens add up over attempts: a retried call costs again, and the job says so.
+        update.add("inputTokens", t.usage.input_tokens).add("outputTokens", t.usage.output_tokens)
+    if t.result_location is not None:
+        update.set("resultLocation", t.result_location)

@@ -1,0 +1,189 @@
+"""The HTTP contract's bodies as pydantic models: what clients send and what they get back.
+
+The OpenAPI document is generated from these models (docs/openapi.json), so a field
+changed here changes the published contract, and the drift test says so.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, Strict, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from shared.clock import to_iso
+from shared.lifecycle import JobStatus
+
+MAX_INPUT_TEXT_BYTES = 1_048_576
+MAX_BODY_BYTES = 1_572_864  # 1.5 MiB: a larger body is 413 before any parsing
+MAX_LABELS = 50
+MAX_LABEL_CHARS = 100
+
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(to_iso, return_type=str, when_used="json"),
+    Field(json_schema_extra={"format": "date-time"}),
+]
+
+
+class Operation(StrEnum):
+    """What the model is asked to do with the input."""
+
+    SUMMARIZE = "summarize"
+    ANALYZE = "analyze"
+    CLASSIFY = "classify"
+
+
+class StrictRequestModel(BaseModel):
+    """A request body: camelCase on the wire, no unknown fields, no coercion, no explicit nulls."""
+
+    # Strictness is per field (Strict below): a model-wide strict mode would refuse enum values
+    # given as their JSON strings, which is how the resolver hands the body over.
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_explicit_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            nulls = sorted(key for key, value in data.items() if value is None)
+            if nulls:
+                raise PydanticCustomError(
+                    "null_not_allowed",
+                    "Explicit null is not allowed: {fields}",
+                    {"fields": ", ".join(str(key) for key in nulls)},
+                )
+        return data
+
+
+def _text_within_limit(text: str) -> str:
+    if len(text.encode("utf-8")) > MAX_INPUT_TEXT_BYTES:
+        # The error type, not its message, is what shared.problems maps to 413.
+        raise PydanticCustomError(
+            "input_too_large", "input.text is over {limit} UTF-8 bytes", {"limit": MAX_INPUT_TEXT_BYTES}
+        )
+    return text
+
+
+def _labels_distinct(labels: list[str]) -> list[str]:
+    if len(set(labels)) != len(labels):
+        raise PydanticCustomError("labels_not_distinct", "labels must be distinct")
+    return labels
+
+
+class JobInputBody(StrictRequestModel):
+    """The material the operation works on."""
+
+    text: Annotated[str, Strict(), Field(min_length=1), AfterValidator(_text_within_limit)]
+
+
+Label = Annotated[str, Strict(), Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"\S")]
+
+
+class JobOptions(StrictRequestModel):
+    """Optional knobs; the server's defaults apply to whatever is left out."""
+
+    model: Annotated[str, Strict(), Field(min_length=1, max_length=100)] | None = None
+    max_output_tokens: Annotated[int, Strict(), Field(ge=1, le=4096)] | None = None
+    labels: (
+        Annotated[list[Label], Field(min_length=1, max_length=MAX_LABELS), AfterValidator(_labels_distinct)]
+        | None
+    ) = None
+
+
+class SubmitRequest(StrictRequestModel):
+    """The body of POST /v1/jobs."""
+
+    operation: Operation
+    input: JobInputBody
+    options: JobOptions | None = None
+
+    @model_validator(mode="after")
+    def _labels_match_operation(self) -> SubmitRequest:
+        labels = self.options.labels if self.options else None
+        if self.operation is Operation.CLASSIFY and not labels:
+            raise PydanticCustomError("labels_required", "classify needs options.labels")
+        if self.operation is not Operation.CLASSIFY and labels is not None:
+            raise PydanticCustomError("labels_not_allowed", "options.labels is only for classify")
+        return self
+
+    def client_fields(self) -> dict[str, Any]:
+        """Exactly the fields the client sent, in wire form: the input of the fingerprint."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class ResponseModel(BaseModel):
+    """A response body: camelCase on the wire."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict the API returns."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class ErrorDocument(ResponseModel):
+    """Why a job failed: a stable code and a message safe to show."""
+
+    code: str
+    message: str
+
+
+class UsageDocument(ResponseModel):
+    """Tokens the model reported."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class StatusDocument(ResponseModel):
+    """Where a job stands; every submit, status and cancel answer carries one."""
+
+    job_id: str
+    status: JobStatus
+    operation: Operation
+    created_at: Timestamp
+    updated_at: Timestamp
+    expires_at: Timestamp
+    attempts: int
+    cancel_requested_at: Timestamp | None
+    result_url: str | None
+    error: ErrorDocument | None
+    usage: UsageDocument | None
+
+
+class ResultDocument(ResponseModel):
+    """The output of a Succeeded job."""
+
+    job_id: str
+    operation: Operation
+    output: str
+    usage: UsageDocument | None
+
+
+class JobPage(ResponseModel):
+    """One page of the caller's jobs, newest first."""
+
+    items: list[StatusDocument]
+    next_cursor: str | None
+
+
+class InvalidParam(ResponseModel):
+    """Which part of the request was wrong, without echoing it back."""
+
+    name: str
+    reason: str
+
+
+class Problem(ResponseModel):
+    """An RFC 9457 problem document."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    correlation_id: str
+    invalid_params: list[InvalidParam] | None = None

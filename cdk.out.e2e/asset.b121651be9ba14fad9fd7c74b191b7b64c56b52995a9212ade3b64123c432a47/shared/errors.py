@@ -1,0 +1,127 @@
+"""Domain errors. Each carries a stable code; shared.problems maps codes to HTTP in one place.
+
+The `detail` of an error is written for the caller: it never holds exception text from a
+library, a provider payload or an internal value such as a lease token or a fingerprint.
+"""
+
+from __future__ import annotations
+
+
+class OutlastError(Exception):
+    """Base of every error the domain raises on purpose."""
+
+    code = "internal_error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class UnauthorizedError(OutlastError):
+    """The request carries no usable identity (missing or malformed claims, not an ID token)."""
+
+    code = "unauthorized"
+
+
+class MissingIdempotencyKeyError(OutlastError):
+    code = "missing_idempotency_key"
+
+
+class InvalidIdempotencyKeyError(OutlastError):
+    code = "invalid_idempotency_key"
+
+
+class InvalidRequestError(OutlastError):
+    """The body is valid JSON but breaks the schema or a rule the schema cannot express."""
+
+    code = "invalid_request"
+
+
+class ModelNotAllowedError(InvalidRequestError):
+    code = "model_not_allowed"
+
+
+class InvalidCursorError(OutlastError):
+    code = "invalid_cursor"
+
+
+class IdempotencyKeyReusedError(OutlastError):
+    """The key was used before, by the same caller, with a different request."""
+
+    code = "idempotency_key_reused"
+
+
+class RateLimitedError(OutlastError):
+    """The caller is over its submit rate; retry after `retry_after` seconds."""
+
+    code = "rate_limited"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class JobNotFoundError(OutlastError):
+    """Missing, expired or owned by another caller: deliberately indistinguishable."""
+
+    code = "job_not_found"
+
+    def __init__(self) -> None:
+        super().__init__("No job with this id exists for the caller.")
+
+
+class JobNotSucceededError(OutlastError):
+    code = "job_not_succeeded"
+
+
+class JobNotCancelableError(OutlastError):
+    code = "job_not_cancelable"
+
+
+class IllegalTransitionError(OutlastError):
+    """A code path asked for a transition the lifecycle does not have (a bug, not an input)."""
+
+    code = "internal_error"
+
+    def __init__(self, source: str, target: str) -> None:
+        super().__init__(f"{source} -> {target} is not a lifecycle transition")
+        self.source = source
+        self.target = target
+
+
+class ConditionFailedError(OutlastError):
+    """A conditional write lost: the item changed since it was read (another writer won)."""
+
+    code = "internal_error"
+
+
+class StorageUnavailableError(OutlastError):
+    """A storage call failed in a way worth retrying (throttling, a 5xx, a dropped connection)."""
+
+    code = "service_unavailable"
+
+
+class ProviderError(OutlastError):
+    """The model provider failed; adapters raise one of the two subclasses, never this one."""
+
+    code = "provider_error"
+
+
+class TransientProviderError(ProviderError):
+    """Worth retrying later (timeout, connection, 429, 5xx); `retry_after` is the provider's hint."""
+
+    code = "provider_transient"
+
+    def __init__(self, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class TerminalProviderError(ProviderError):
+    """Retrying cannot help; `job_code` is the stable job error code from DESIGN.md."""
+
+    code = "provider_terminal"
+
+    def __init__(self, job_code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.job_code = job_code

@@ -1,0 +1,115 @@
+"""The HTTP edge shared by the API functions: the resolver, its error handlers, callers, responses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shared.contract import MAX_BODY_BYTES, ResponseModel
+from shared.errors import OutlastError, RateLimitedError
+from shared.identity import caller_from_claims
+from shared.job import Caller
+from shared.observability import logger
+from shared.problems import (
+    PROBLEM_CONTENT_TYPE,
+    code_for_validation_errors,
+    invalid_params,
+    problem_body,
+    problem_for_error,
+)
+
+JSON = "application/json"
+
+
+def create_resolver() -> APIGatewayHttpResolver:
+    """An HTTP API (payload 2.0) resolver with validation on and every error answered as problem+json.
+
+    CORS is API Gateway's job (configured in the CDK app), so the resolver adds no CORS headers.
+    """
+    app = APIGatewayHttpResolver(enable_validation=True)
+
+    def correlation_id() -> str:
+        return app.current_event.request_context.request_id or "unknown"
+
+    def problem(
+        status_and_body: tuple[int, dict[str, Any]], headers: Mapping[str, str] | None = None
+    ) -> Response[str]:
+        status, body = status_and_body
+        return Response(status, PROBLEM_CONTENT_TYPE, json.dumps(body), headers=dict(headers or {}))
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(error: RequestValidationError) -> Response[str]:
+        errors = list(error.errors())
+        code = code_for_validation_errors(errors)
+        params = invalid_params(errors) if code in {"invalid_request", "invalid_query"} else None
+        logger.info(
+            "request rejected", extra={"code": code, "invalid_params": [p.to_wire() for p in params or []]}
+        )
+        return problem(problem_body(code, correlation_id(), invalid_params=params))
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _unsupported(_: RequestUnsupportedContentType) -> Response[str]:
+        return problem(problem_body("unsupported_media_type", correlation_id()))
+
+    @app.exception_handler(OutlastError)
+    def _domain(error: OutlastError) -> Response[str]:
+        headers = {"Retry-After": str(error.retry_after)} if isinstance(error, RateLimitedError) else {}
+        if error.code == "internal_error":
+            logger.exception("internal error", extra={"code": error.code})
+        else:
+            logger.info("request refused", extra={"code": error.code})
+        return problem(problem_for_error(error, correlation_id()), headers)
+
+    @app.not_found
+    def _no_route(_: NotFoundError) -> Response[str]:
+        return problem(problem_body("route_not_found", correlation_id()))
+
+    @app.exception_handler(Exception)
+    def _unexpected(_: Exception) -> Response[str]:
+        # The traceback goes to the logs under the correlation id; the caller gets only the id.
+        logger.exception("unhandled error")
+        return problem(problem_body("internal_error", correlation_id()))
+
+    return app
+
+
+def current_caller(app: APIGatewayHttpResolver) -> Caller:
+    """The authenticated caller of the current request (UnauthorizedError when there is none)."""
+    return caller_from_claims(app.current_event.request_context.authorizer.jwt_claim)
+
+
+def json_response(
+    status: int, model: ResponseModel, headers: Mapping[str, str] | None = None
+) -> Response[str]:
+    """A JSON answer from a response model, camelCase on the wire."""
+    return Response(status, JSON, json.dumps(model.to_wire()), headers=dict(headers or {}))
+
+
+def _body_bytes(event: Mapping[str, Any]) -> int:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4 - body[-2:].count("=")
+    return len(body.encode("utf-8"))
+
+
+def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Resolve one request; a body over the limit is refused before anything parses it."""
+    if _body_bytes(event) > MAX_BODY_BYTES:
+        request_id = str(event.get("requestContext", {}).get("requestId", "unknown"))
+        status, body = problem_body("request_too_large", request_id)
+        return {
+            "statusCode": status,
+            "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
+            "body": json.dumps(body),
+            "isBase64Encoded": False,
+        }
+    return app.resolve(event, context)

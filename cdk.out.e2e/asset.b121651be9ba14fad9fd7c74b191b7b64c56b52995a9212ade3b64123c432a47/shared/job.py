@@ -1,0 +1,158 @@
+"""The job as stored: the record each transition rewrites, and the items beside it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.contract import ErrorDocument, Operation, StatusDocument, UsageDocument
+from shared.lifecycle import JobStatus, is_terminal
+
+BlobLocation = Literal["item", "s3"]
+
+
+class JobError(BaseModel):
+    """A terminal failure: a stable code from DESIGN.md and a message safe to show callers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+
+
+class Usage(BaseModel):
+    """Token counts a provider reported."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int
+    output_tokens: int
+
+
+class Caller(BaseModel):
+    """Who is asking: ownership is tenant + sub, nothing less."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    sub: str
+
+    @property
+    def owner_key(self) -> str:
+        """The partition of this caller's jobs in the list index."""
+        return f"{self.tenant}#{self.sub}"
+
+
+class JobSummary(BaseModel):
+    """What a caller may see of a job: the list index holds exactly this, the job item more."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    status: JobStatus
+    operation: Operation
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    attempts: int = 0
+    cancel_requested_at: datetime | None = None
+    error: JobError | None = None
+    usage: Usage | None = None
+
+    def status_document(self) -> StatusDocument:
+        """The caller's view: no lease, fingerprint, model internals or storage locations."""
+        return StatusDocument(
+            job_id=self.job_id,
+            status=self.status,
+            operation=self.operation,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            expires_at=self.expires_at,
+            attempts=self.attempts,
+            cancel_requested_at=self.cancel_requested_at,
+            result_url=f"/v1/jobs/{self.job_id}/result" if self.status is JobStatus.SUCCEEDED else None,
+            error=ErrorDocument(code=self.error.code, message=self.error.message) if self.error else None,
+            usage=(
+                UsageDocument(input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens)
+                if self.usage
+                else None
+            ),
+        )
+
+
+class JobRecord(JobSummary):
+    """Everything outlast keeps about a job, except its input and result (kept under 1 KB)."""
+
+    tenant: str
+    owner: str
+    sequence_id: str
+    model: str
+    prompt_version: str
+    input_location: BlobLocation
+    max_attempts: int
+    dispatch_at: datetime
+    lease_token: str | None = None
+    lease_expires_at: datetime | None = None
+    redrive_count: int = 0
+    result_location: BlobLocation | None = None
+
+    @property
+    def owner_key(self) -> str:
+        """The partition of the owner's jobs in the list index."""
+        return Caller(tenant=self.tenant, sub=self.owner).owner_key
+
+    def is_owned_by(self, caller: Caller) -> bool:
+        """True when the caller is this job's owner (tenant and sub both match)."""
+        return self.tenant == caller.tenant and self.owner == caller.sub
+
+    def is_expired(self, now: datetime) -> bool:
+        """Expired jobs are gone, whether or not TTL has deleted the item yet."""
+        return self.expires_at <= now
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the job reached Succeeded, Failed or Canceled."""
+        return is_terminal(self.status)
+
+
+class JobInput(BaseModel):
+    """The client's material for one job: text plus the options that shape the prompt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    text: str
+    max_output_tokens: int | None = None
+    labels: tuple[str, ...] | None = None
+
+
+class JobResult(BaseModel):
+    """What the model produced for a Succeeded job."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    output: str
+
+
+class IdempotencyRecord(BaseModel):
+    """The unique claim on (tenant, owner, route, key) and what a replay needs to rebuild the job.
+
+    Everything that shapes the job item is here, so a retry writes the same job with the same
+    content even after a deploy changed a default.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    scope_hash: str
+    fingerprint: str
+    job_id: str
+    created_at: datetime
+    expires_at: datetime
+    sequence_id: str
+    model: str
+    prompt_version: str
+    max_attempts: int
+    job_expires_at: datetime

@@ -1,0 +1,31 @@
+"""Logger, Tracer and Metrics for every function, configured by Powertools' environment variables.
+
+Correlation id: the API Gateway request id at the edge of a request, then the job id wherever
+a job is known (`bind_job`), so one job's story reads as one thread across functions.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+def bind_job(job_id: str) -> None:
+    """Make the job id the correlation id of every log line that follows."""
+    logger.set_correlation_id(job_id)
+    logger.append_keys(job_id=job_id)
+
+
+def current_trace_id() -> str:
+    """The X-Ray trace id of this invocation (a fresh id when tracing is off), for queue messages."""
+    header = os.environ.get("_X_AMZN_TRACE_ID", "")
+    for part in header.split(";"):
+        if part.startswith("Root="):
+            return part.removeprefix("Root=")
+    return uuid.uuid4().hex

@@ -1,0 +1,217 @@
+"""Ports: what the domain needs from the outside world, as Protocols. Adapters live in shared.adapters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from shared.cursor import ListPosition
+from shared.errors import ConditionFailedError
+from shared.job import (
+    BlobLocation,
+    IdempotencyRecord,
+    JobError,
+    JobInput,
+    JobRecord,
+    JobResult,
+    JobSummary,
+    Usage,
+)
+from shared.lifecycle import JobStatus
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a Running job, and until when (heartbeats move `expires_at`)."""
+
+    token: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One guarded move in the lifecycle, applied as a single conditional write.
+
+    The write succeeds only while the job is still in `source` (and, where `lease_token` is
+    given, still held by that lease); otherwise nothing changes and ConditionFailedError says
+    who won.
+    """
+
+    job_id: str
+    source: JobStatus
+    target: JobStatus
+    now: datetime
+    lease_token: str | None = None
+    new_lease: Lease | None = None
+    count_attempt: bool = False
+    require_due: bool = False
+    renew_attempts: bool = False
+    operator_redrive: bool = False
+    dispatch_at: datetime | None = None
+    sweep_at: datetime | None = None
+    cancel_requested_at: datetime | None = None
+    error: JobError | None = None
+    usage: Usage | None = None
+    result_location: BlobLocation | None = None
+
+
+class TransitionConflictError(ConditionFailedError):
+    """A guarded write lost; `current` is the job as it stood (None when it does not exist)."""
+
+    def __init__(self, current: JobRecord | None) -> None:
+        super().__init__("The job changed before this write.")
+        self.current = current
+
+
+@dataclass(frozen=True)
+class JobPageSlice:
+    """One page read from the owner's index, and where the next one starts."""
+
+    items: list[JobSummary]
+    next_position: ListPosition | None
+
+
+class JobRepository(Protocol):
+    """Durable storage of jobs and idempotency claims.
+
+    Every method is one DynamoDB request (or a short fixed sequence) and every state change
+    is conditional, so concurrent writers and retried calls can never corrupt a job.
+    """
+
+    def claim_idempotency_key(self, record: IdempotencyRecord, now: datetime) -> IdempotencyRecord | None:
+        """Write the claim unless a live one exists; return the existing claim (None when this call won)."""
+        ...
+
+    def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
+        """Write the job item unless it exists; True when this call created it.
+
+        `sweep_at` is when the sweeper should look at the job if nothing else has moved it.
+        """
+        ...
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        """The job, read strongly consistent, or None."""
+        ...
+
+    def list_jobs(
+        self, owner_key: str, status: JobStatus | None, limit: int, after: ListPosition | None, now: datetime
+    ) -> JobPageSlice:
+        """The owner's unexpired jobs, newest first; at most `limit` read per page."""
+        ...
+
+    def transition(self, transition: Transition) -> JobRecord:
+        """Apply a guarded transition; return the job as written."""
+        ...
+
+    def take_submit_quota(self, owner_key: str, window_start: datetime, limit: int) -> bool:
+        """Count one submit in the owner's minute window; False when the window is full."""
+        ...
+
+    def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
+        """Extend a held lease (not an index key, so no index write); TransitionConflictError when lost.
+
+        The job comes back as written, so the holder sees a CancellationRequested at once.
+        """
+        ...
+
+    def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
+        """Move a Pending job's dispatchAt to now, only if nobody moved it since `job` was read."""
+        ...
+
+    def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
+        """Move a watched job's sweepAt later (a long call's lease outlived its first expiry)."""
+        ...
+
+    def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
+        """Ids of watched jobs in one sweeper-index shard whose sweepAt is at or before `due_by`."""
+        ...
+
+
+class PayloadStore(Protocol):
+    """Inputs and results: a DynamoDB item when small, an S3 object when large."""
+
+    def put_input(self, job_input: JobInput, location: BlobLocation, expires_at: datetime) -> None:
+        """Store the input once; a repeat leaves the stored one (and its retention) alone."""
+        ...
+
+    def get_input(self, job_id: str, location: BlobLocation) -> JobInput | None:
+        """The input, or None when it is gone."""
+        ...
+
+    def expire_input(self, job_id: str, location: BlobLocation, at: datetime) -> None:
+        """Schedule a finished job's input for deletion (DESIGN.md: inputs live 24 h after the end)."""
+        ...
+
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
+        """Store the result once; a later writer never replaces it."""
+        ...
+
+    def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
+        """The result, or None when it is gone."""
+        ...
+
+
+@dataclass(frozen=True)
+class JobMessage:
+    """A queue message: the job id and a trace id, nothing else (the job item is the truth)."""
+
+    job_id: str
+    trace_id: str
+
+
+class JobQueue(Protocol):
+    """The SQS jobs queue and its dead-letter queue."""
+
+    def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
+        """Send in batches of 10; return the messages that were not accepted."""
+        ...
+
+    def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        """Send one message."""
+        ...
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        """Hide a received message for `seconds` (the backoff before its next delivery)."""
+        ...
+
+    def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
+        """Park a message on the DLQ with the reason it can never succeed."""
+        ...
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One model call: which model, the rendered messages, and the output cap."""
+
+    model: str
+    messages: list[dict[str, str]]
+    max_output_tokens: int | None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the model answered and what it cost."""
+
+    text: str
+    usage: Usage | None
+
+
+class ModelProvider(Protocol):
+    """A chat model. Raises TransientProviderError or TerminalProviderError, never SDK errors.
+
+    Blocking and thread-safe: the worker runs several calls at once on its own threads, so
+    one client (and its connection pool) serves every invocation of a container.
+    """
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Make exactly one model call (no retries inside: retry policy lives in the worker)."""
+        ...
+
+
+class SecretSource(Protocol):
+    """Secrets by name, cached by the adapter (never logged, never in env vars)."""
+
+    def get(self, name: str) -> str:
+        """The secret's current value."""
+        ...

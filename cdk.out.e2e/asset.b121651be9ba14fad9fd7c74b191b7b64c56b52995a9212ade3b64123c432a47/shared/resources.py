@@ -1,0 +1,61 @@
+"""Names and shapes of the AWS resources, shared by the functions, the CDK app, local mode and tests.
+
+Changing a key or an index here changes it everywhere at once; nothing else spells them.
+"""
+
+from __future__ import annotations
+
+# Environment variables through which the CDK app (and local mode) tell functions where things are.
+ENV_JOBS_TABLE = "JOBS_TABLE_NAME"
+ENV_IDEMPOTENCY_TABLE = "IDEMPOTENCY_TABLE_NAME"
+ENV_PAYLOAD_BUCKET = "PAYLOAD_BUCKET_NAME"
+ENV_CURSOR_SECRET = "CURSOR_SECRET_ARN"  # noqa: S105 - the name of a variable, not a secret
+ENV_JOBS_QUEUE_URL = "JOBS_QUEUE_URL"
+ENV_DLQ_URL = "JOBS_DLQ_URL"
+ENV_OPENAI_SECRET = "OPENAI_SECRET_ARN"  # noqa: S105 - the name of a variable, not a secret
+
+# Jobs table: the job item, its input and its result share a partition.
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+TTL_ATTRIBUTE = "ttl"
+TYPE_ATTRIBUTE = "type"
+JOB_ITEM_TYPE = "job"
+INPUT_ITEM_TYPE = "input"
+RESULT_ITEM_TYPE = "result"
+
+# List index: the owner's jobs in submission order. Sparse: only job items carry its keys.
+LIST_INDEX = "byOwner"
+LIST_INDEX_PARTITION = "ownerKey"
+LIST_INDEX_SORT = "listKey"
+# Only what a status document needs: every attribute projected is written again on each transition.
+LIST_INDEX_PROJECTION = (
+    "jobId",
+    "status",
+    "operation",
+    "createdAt",
+    "updatedAt",
+    "expiresAt",
+    "attempts",
+    "cancelRequestedAt",
+    "errorCode",
+    "errorMessage",
+    "inputTokens",
+    "outputTokens",
+)
+
+# Sweeper index: only jobs that are Pending, Running or CancellationRequested carry its keys,
+# sharded so that a burst of submits does not crowd one index partition.
+SWEEP_INDEX = "bySweep"
+SWEEP_INDEX_PARTITION = "sweepShard"
+SWEEP_INDEX_SORT = "sweepAt"
+SWEEP_SHARDS = 16
+
+# Idempotency table: idempotency claims and per-owner submit-rate counters (no stream).
+IDEMPOTENCY_PARTITION_KEY = "pk"
+
+# Object keys in the payload bucket.
+INPUT_PREFIX = "inputs/"
+RESULT_PREFIX = "results/"
+
+# Payloads above this size go to S3: an S3 PUT costs what about 8 KB of DynamoDB writes cost.
+INLINE_PAYLOAD_LIMIT_BYTES = 8 * 1024

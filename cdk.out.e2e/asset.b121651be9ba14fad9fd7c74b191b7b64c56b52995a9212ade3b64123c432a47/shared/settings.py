@@ -1,0 +1,61 @@
+"""Settings: one pydantic model per function, read from the environment once, at cold start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Annotated, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from shared import resources as r
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+CsvTuple = Annotated[tuple[str, ...], BeforeValidator(_split_csv)]
+
+
+class EnvSettings(BaseModel):
+    """Base of the settings models: fields are aliased to environment variable names."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """Validate the settings from the environment (or a given mapping); fails fast when wrong."""
+        return cls.model_validate(dict(os.environ if environ is None else environ))
+
+
+class StorageSettings(EnvSettings):
+    """Where jobs, idempotency claims and large payloads live."""
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    idempotency_table: str = Field(alias=r.ENV_IDEMPOTENCY_TABLE, min_length=1)
+    payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)
+
+
+class JobPolicySettings(EnvSettings):
+    """The knobs of the job lifecycle shared by the API and the worker."""
+
+    max_attempts: int = Field(default=3, alias="MAX_ATTEMPTS", ge=1, le=10)
+    job_retention_days: int = Field(default=30, alias="JOB_RETENTION_DAYS", ge=1, le=365)
+    idempotency_ttl_hours: int = Field(default=24, alias="IDEMPOTENCY_TTL_HOURS", ge=1, le=24 * 7)
+    # A Pending job not claimed this long after its dispatch is re-sent by the sweeper.
+    dispatch_grace_seconds: int = Field(default=900, alias="DISPATCH_GRACE_SECONDS", ge=1, le=86_400)
+    poll_after_seconds: int = Field(default=2, alias="POLL_AFTER_SECONDS", ge=1, le=60)
+    default_model: str = Field(default="gpt-4o-mini", alias="DEFAULT_MODEL", min_length=1)
+    allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="ALLOWED_MODELS")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobPolicySettings:
+        # A claim that outlived its job could replay an expired job or re-create a deleted one.
+        if self.idempotency_ttl_hours > self.job_retention_days * 24:
+            raise ValueError("IDEMPOTENCY_TTL_HOURS must not exceed JOB_RETENTION_DAYS")
+        if self.default_model not in self.allowed_models:
+            raise ValueError("DEFAULT_MODEL must be one of ALLOWED_MODELS")
+        return self

@@ -1,0 +1,33 @@
+"""End-to-end fixtures: one local stack per session, started from the synthesized template.
+
+The CDK context gives the stack fast timings (short leases, a short dispatch grace) so that
+recovery paths finish in seconds; everything else is the template exactly as deployed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.local_stack import PROJECT_ROOT, RunningStack, start_stack, stop_stack
+
+E2E_CONTEXT = {
+    "leaseSeconds": "5",
+    "heartbeatSeconds": "1",
+    "dispatchGraceSeconds": "6",
+    "releaseMarginSeconds": "5",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[RunningStack]:
+    running = start_stack(PROJECT_ROOT / "cdk.out.e2e", E2E_CONTEXT, ["--schedule-seconds", "2"])
+    yield running
+    stop_stack(running)

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help
 help: ## Show the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -26,8 +26,19 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install outlast with its dev tools (automatic for other targets)
 
 .PHONY: test
-test: $(STAMP) ## Run every test layer with the coverage floor (the README's test command)
+test: $(STAMP) ## Every test layer: unit, integration, infra, e2e; coverage floor 85% (the README's test command)
 	$(BIN)/python -m pytest --cov --cov-report=term $(PYTEST_ARGS)
+
+.PHONY: check
+check: lint test ## What CI runs: lint, then every test
+
+.PHONY: test-e2e
+test-e2e: $(STAMP) ## End-to-end tests only (starts the local stack over real HTTP)
+	$(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
+
+.PHONY: up
+up: $(STAMP) ## Run the whole system locally: prints `ready: http://127.0.0.1:8000`; Ctrl-C stops it
+	$(BIN)/outlast local up $(UP_ARGS)
 
 .PHONY: test-unit
 test-unit: $(STAMP) ## Unit tests only (fakes, sockets blocked)
@@ -54,7 +65,7 @@ openapi: $(STAMP) ## Regenerate docs/openapi.json from the code
 
 .PHONY: clean
 clean: ## Remove build outputs and caches (keeps .venv)
-	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf cdk.out cdk.out.local cdk.out.e2e* build .local .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
 
 # --- CDK app (infra/) --------------------------------------------------------------------------
 # The pinned CDK CLI from package.json; cdk.json runs `python3 -m infra.app`, so the venv's python

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from outlast.commands import local
+from outlast.commands import jobs, local
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="outlast", description="Durable LLM jobs: client and operator tools."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    jobs.register(commands)
     local.register(commands)
     return parser
 

@@ -165,7 +165,7 @@ class ApiError(Exception):
 
 
 class TransportError(Exception):
-    """No whole HTTP answer came back from the API."""
+    """No whole HTTP answer came back from the API (`url` is the API's base URL)."""
 
     def __init__(self, url: str, reason: str) -> None:
         self.url = url
@@ -200,7 +200,7 @@ def _classify(url: str, error: BaseException) -> TransportError:
     """Sort a connection failure into 'never sent' and 'maybe sent'."""
     cause = error.reason if isinstance(error, urllib.error.URLError) else error
     if isinstance(cause, socket.gaierror):
-        return ApiUnreachableError(url, f"unknown host ({cause.strerror or cause})")
+        return ApiUnreachableError(url, f"unknown host: {cause.strerror or cause}")
     if isinstance(cause, OSError) and cause.errno in _NOT_CONNECTED_ERRNOS:
         return ApiUnreachableError(url, cause.strerror or _reason(cause))
     if isinstance(cause, TimeoutError):
@@ -299,7 +299,7 @@ class OutlastClient:
             ) from None
         except (OSError, http.client.HTTPException) as error:
             # OSError covers URLError, resets and timeouts; HTTPException a garbled or cut answer.
-            raise _classify(url, error) from None
+            raise _classify(self.api_url, error) from None
 
 
 def _status(answer: Answer[Any]) -> Answer[StatusDocument]:

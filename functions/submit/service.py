@@ -14,7 +14,7 @@ from shared.idempotency import fingerprint, scope_hash
 from shared.ids import new_job_id, new_sequence_id
 from shared.job import BlobLocation, Caller, IdempotencyRecord, JobInput, JobRecord
 from shared.lifecycle import JobStatus
-from shared.observability import bind_job, logger
+from shared.observability import bind_job, logger, metrics
 from shared.prompts import template_for
 
 
@@ -76,6 +76,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     sweep_at = job.dispatch_at + timedelta(seconds=settings.dispatch_grace_seconds)
     if deps.repository.create_job(job, sweep_at):
         logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})
+        metrics.add_metric(name="JobsAccepted", unit="Count", value=1)
         return SubmitOutcome(job=job, replayed=existing is not None)
     # A concurrent identical submit wrote the job first: answer with where it stands now.
     current = deps.repository.get_job(job.job_id)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from aws_cdk import Validations
-from cfnlint.api import ManualArgs, lint_file  # type: ignore[import-untyped] # cfn-lint ships no py.typed
+from cfnlint.api import ManualArgs, lint_file
 
 from infra.nag import MIN_REASON_LENGTH
 

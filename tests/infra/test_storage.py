@@ -6,7 +6,7 @@ import pytest
 
 from infra.names import IDEMPOTENCY_TABLE, JOBS_TABLE, PAYLOAD_BUCKET, STORAGE
 from shared import resources as r
-from tests.support.aws import _jobs_table_definition
+from tests.support.aws import jobs_table_definition
 
 pytestmark = pytest.mark.infra
 
@@ -27,7 +27,7 @@ def test_tables_are_encrypted_recoverable_and_expire_by_ttl(synthesized, table):
 
 def test_jobs_table_matches_the_integration_tests_definition(synthesized):
     # Given the definition the moto-backed tests create the jobs table from
-    expected = _jobs_table_definition("any")
+    expected = jobs_table_definition("any")
 
     # When the CDK app defines the same table
     properties = _properties(synthesized, STORAGE, JOBS_TABLE)

@@ -32,7 +32,7 @@ class TestResources:
         }
 
 
-def _jobs_table_definition(name: str) -> dict[str, Any]:
+def jobs_table_definition(name: str) -> dict[str, Any]:
     attributes = [
         r.PARTITION_KEY,
         r.SORT_KEY,
@@ -84,7 +84,7 @@ def create_resources(endpoint: str) -> TestResources:
         cursor_secret_arn="",
     )
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
-    dynamodb.create_table(**_jobs_table_definition(names.jobs_table))
+    dynamodb.create_table(**jobs_table_definition(names.jobs_table))
     dynamodb.create_table(
         TableName=names.idempotency_table,
         BillingMode="PAY_PER_REQUEST",

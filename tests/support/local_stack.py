@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from outlast.commands.local import issue_token
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+from moto.utilities.utils import load_resource
+
+from outlast.commands.local import issue_token, local_client
+from outlast.local.model_server import messages_hash
 from outlast.local.stack import read_state
+from outlast.local.synth import STACK_TEMPLATE
+from shared.contract import Operation
+from shared.prompts import template_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 300  # a first synth plus cold processes on a busy two-core machine
@@ -56,6 +69,7 @@ class RunningStack:
     port: int
     state: dict[str, Any]
     tokens: dict[tuple[str, str | None], str] = field(default_factory=dict)
+    cdk_out: Path | None = None
 
     @property
     def url(self) -> str:
@@ -89,7 +103,9 @@ class RunningStack:
             request.add_header(key, value)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-                return Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.read())
+                return Answer(
+                    response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+                )
         except urllib.error.HTTPError as error:
             return Answer(error.code, {k.lower(): v for k, v in error.headers.items()}, error.read())
 
@@ -104,7 +120,9 @@ class RunningStack:
                 raise AssertionError(f"job {job_id} still {document['status']} after {timeout_seconds} s")
             time.sleep(0.3)
 
-    def wait_status(self, job_id: str, token: str, status: str, timeout_seconds: float = 60) -> dict[str, Any]:
+    def wait_status(
+        self, job_id: str, token: str, status: str, timeout_seconds: float = 60
+    ) -> dict[str, Any]:
         """Poll until the job shows `status`."""
         deadline = time.monotonic() + timeout_seconds
         while True:
@@ -115,13 +133,73 @@ class RunningStack:
                 raise AssertionError(f"job {job_id} never reached {status}; last {document['status']}")
             time.sleep(0.2)
 
+    def submit(
+        self, token: str, body: Any, key: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> Answer:
+        """POST /v1/jobs with the given Idempotency-Key, or a fresh one."""
+        return self.call(
+            "POST",
+            "/v1/jobs",
+            token=token,
+            body=body,
+            headers={"Idempotency-Key": key or new_key(), **(headers or {})},
+        )
+
+    def aws(self, service: str) -> Any:
+        """A boto3 client for this stack's moto, with its dummy credentials."""
+        return local_client(service, self.state)
+
+    def sign_in(self, user: str, client_id: str | None = None) -> dict[str, str]:
+        """All tokens of an existing local user (IdToken, AccessToken...) from a fresh admin sign-in."""
+        cognito = self.aws("cognito-idp")
+        password = "Aa1!" + secrets.token_urlsafe(16)
+        pool = self.state["userPoolId"]
+        cognito.admin_set_user_password(UserPoolId=pool, Username=user, Password=password, Permanent=True)
+        result = cognito.admin_initiate_auth(
+            UserPoolId=pool,
+            ClientId=client_id or self.state["userPoolClientId"],
+            AuthFlow="ADMIN_USER_PASSWORD_AUTH",
+            AuthParameters={"USERNAME": user, "PASSWORD": password},
+        )
+        return {str(k): str(v) for k, v in result["AuthenticationResult"].items()}
+
+    def model_calls(
+        self, request_hash: str, at_least: int = 0, timeout_seconds: float = 5
+    ) -> list[dict[str, Any]]:
+        """The local model server's finished calls for one request (its call log is written just
+        after the answer, so wait briefly for `at_least` of them)."""
+        base = str(self.state["modelUrl"]).removesuffix("/v1")
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            with urllib.request.urlopen(base + "/_calls", timeout=10) as response:  # noqa: S310 - loopback
+                calls = [c for c in json.loads(response.read()) if c["requestHash"] == request_hash]
+            if len(calls) >= at_least or time.monotonic() > deadline:
+                return calls
+            time.sleep(0.1)
+
+    def template(self) -> dict[str, Any]:
+        """The synthesized CloudFormation template this stack was built from."""
+        assert self.cdk_out is not None, "started without a cloud assembly directory"
+        template: dict[str, Any] = json.loads((self.cdk_out / STACK_TEMPLATE).read_text())
+        return template
+
 
 def start_stack(
     cdk_out: Path, context: Mapping[str, str] | None = None, extra_args: list[str] | None = None
 ) -> RunningStack:
     """Start `outlast local up` on a free port and wait for its `ready:` line."""
     port = free_port()
-    arguments = [sys.executable, "-m", "outlast.cli", "local", "up", "--port", str(port), "--cdk-out", str(cdk_out)]
+    arguments = [
+        sys.executable,
+        "-m",
+        "outlast.cli",
+        "local",
+        "up",
+        "--port",
+        str(port),
+        "--cdk-out",
+        str(cdk_out),
+    ]
     for key, value in (context or {}).items():
         arguments += ["--context", f"{key}={value}"]
     arguments += extra_args or []
@@ -144,7 +222,7 @@ def start_stack(
         if time.monotonic() > deadline:
             process.kill()
             raise RuntimeError("outlast local up did not become ready in time")
-    return RunningStack(process=process, port=port, state=read_state(port))
+    return RunningStack(process=process, port=port, state=read_state(port), cdk_out=cdk_out)
 
 
 def stop_stack(stack: RunningStack) -> None:
@@ -155,3 +233,191 @@ def stop_stack(stack: RunningStack) -> None:
     except subprocess.TimeoutExpired:
         stack.process.kill()
         stack.process.wait(timeout=10)
+
+
+# --- helpers for end-to-end assertions ---------------------------------------------------------
+
+JOB_STATUSES = frozenset({"Pending", "Running", "Succeeded", "Failed", "CancellationRequested", "Canceled"})
+TERMINAL_STATUSES = frozenset({"Succeeded", "Failed", "Canceled"})
+JOB_ERROR_CODES = frozenset(
+    {
+        "invalid_input",
+        "context_length_exceeded",
+        "content_policy",
+        "provider_auth",
+        "retries_exhausted",
+        "input_missing",
+    }
+)
+STATUS_DOCUMENT_FIELDS = frozenset(
+    {
+        "jobId",
+        "status",
+        "operation",
+        "createdAt",
+        "updatedAt",
+        "expiresAt",
+        "attempts",
+        "cancelRequestedAt",
+        "resultUrl",
+        "error",
+        "usage",
+    }
+)
+JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+# What must never reach a caller: exception text, internals, and the local model's error payloads.
+LEAKS = (
+    "Traceback",
+    "Exception",
+    "botocore",
+    "ClientError",
+    "pydantic",
+    "leaseToken",
+    "lease_token",
+    "fingerprint",
+    "injected",
+    "[[fault",
+    "Rate limit reached",
+    "maximum context length",
+    "safety system",
+    "rate_limit_exceeded",
+    "content_policy_violation",
+)
+
+
+def new_key() -> str:
+    """A fresh Idempotency-Key."""
+    return f"e2e-{uuid.uuid4()}"
+
+
+def unique(prefix: str) -> str:
+    """A name no other test uses (users and texts; tests share one stack)."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def request_hash(operation: str, text: str, labels: tuple[str, ...] | None = None) -> str:
+    """The local model server's key for the call the worker makes for this input."""
+    return messages_hash(template_for(Operation(operation)).render(text, labels))
+
+
+def token_claims(token: str) -> dict[str, Any]:
+    """A JWT's claims, unverified (to read them, or to copy them into a forged token)."""
+    payload = token.split(".")[1]
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return claims
+
+
+def forge_token(claims: Mapping[str, Any]) -> str:
+    """A token signed with moto's bundled Cognito key (kid "dummy"), so that the signature is valid
+    and only the claims decide: moto cannot issue an expired token, this can."""
+    key = RSAKey.import_key(load_resource("cognitoidp/resources/jwks-private.json"))
+    return str(jwt.encode({"alg": "RS256", "kid": "dummy", "typ": "JWT"}, dict(claims), key))
+
+
+def port_of(url: str) -> int:
+    """The port of an http://host:port... URL."""
+    port = urllib.parse.urlsplit(url).port
+    assert port is not None, url
+    return port
+
+
+def accepts_connections(port: int) -> bool:
+    """True when something listens on the loopback port."""
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _process_start(pid: int) -> tuple[int, str] | None:
+    """(parent pid, start time) of a live, non-zombie process; None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # the command name may hold spaces
+    state, parent, start = fields[0], int(fields[1]), fields[19]
+    return None if state in {"Z", "X"} else (parent, start)
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every live process below `pid` (Linux /proc), with its start time to tell a reused pid apart."""
+    parents: dict[int, list[tuple[int, str]]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (found := _process_start(int(entry.name))) is not None:
+            parents.setdefault(found[0], []).append((int(entry.name), found[1]))
+    below: dict[int, str] = {}
+    pending = [pid]
+    while pending:
+        for child, start in parents.get(pending.pop(), []):
+            below[child] = start
+            pending.append(child)
+    return below
+
+
+def still_running(processes: Mapping[int, str]) -> list[int]:
+    """The processes of a `descendants` snapshot that are alive now (same pid, same start time)."""
+    return [pid for pid, start in processes.items() if (found := _process_start(pid)) and found[1] == start]
+
+
+def assert_problem(answer: Answer, status: int, code: str) -> dict[str, Any]:
+    """A function's RFC 9457 answer: problem+json, the stable code, the API Gateway request id."""
+    assert answer.status == status, f"expected {status} {code}, got {answer.status}: {answer.raw[:500]!r}"
+    assert answer.content_type == "application/problem+json", answer.headers
+    body: dict[str, Any] = answer.body
+    assert body["type"] == f"urn:outlast:problem:{code}", body
+    assert body["code"] == code, body
+    assert body["status"] == status, body
+    assert body["title"], body
+    assert body["detail"], body
+    assert body["correlationId"] == answer.headers.get("apigw-requestid"), (body, answer.headers)
+    text = answer.raw.decode()
+    assert not [leak for leak in LEAKS if leak in text], text
+    return body
+
+
+def assert_api_gateway_401(answer: Answer) -> None:
+    """The authorizer's own refusal, as API Gateway sends it: not problem+json."""
+    assert answer.status == 401, (answer.status, answer.raw[:500])
+    assert answer.content_type == "application/json", answer.headers
+    assert answer.body == {"message": "Unauthorized"}
+    assert answer.headers.get("apigw-requestid")
+
+
+def assert_retry_after(answer: Answer) -> int:
+    """Retry-After is delta-seconds, an integer >= 1, never an HTTP date."""
+    value = answer.headers.get("retry-after")
+    assert value is not None, "no Retry-After"
+    assert value.isdigit(), f"Retry-After {value!r}"
+    assert int(value) >= 1, value
+    return int(value)
+
+
+def assert_status_document(document: dict[str, Any], job_id: str | None = None) -> None:
+    """The status document of DESIGN.md, field by field, with nothing internal in it."""
+    assert set(document) == STATUS_DOCUMENT_FIELDS, sorted(document)
+    assert JOB_ID.match(document["jobId"]), document["jobId"]
+    if job_id is not None:
+        assert document["jobId"] == job_id
+    assert document["status"] in JOB_STATUSES, document
+    assert document["operation"] in {"summarize", "analyze", "classify"}, document
+    for name in ("createdAt", "updatedAt", "expiresAt"):
+        assert TIMESTAMP.match(document[name]), (name, document[name])
+    assert document["createdAt"] <= document["updatedAt"] < document["expiresAt"], document
+    assert isinstance(document["attempts"], int), document
+    assert document["attempts"] >= 0, document
+    assert document["cancelRequestedAt"] is None or TIMESTAMP.match(document["cancelRequestedAt"]), document
+    expected_url = f"/v1/jobs/{document['jobId']}/result" if document["status"] == "Succeeded" else None
+    assert document["resultUrl"] == expected_url, document
+    if document["status"] == "Failed":
+        assert set(document["error"]) == {"code", "message"}, document
+        assert document["error"]["code"] in JOB_ERROR_CODES, document
+    else:
+        assert document["error"] is None, document
+    usage = document["usage"]
+    assert usage is None or (
+        set(usage) == {"inputTokens", "outputTokens"}
+        and all(isinstance(v, int) and v >= 0 for v in usage.values())
+    ), usage
+    text = json.dumps(document)
+    assert not [leak for leak in LEAKS if leak in text], text

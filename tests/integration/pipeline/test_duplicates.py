@@ -64,8 +64,12 @@ def test_two_copies_in_one_batch_make_one_model_call(pipeline: Pipeline) -> None
     assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
 
 
-def test_a_duplicate_arriving_during_the_backoff_waits_for_it(pipeline: Pipeline) -> None:
-    # Given a job whose first call was rate limited: Pending, due only after its backoff
+def test_a_duplicate_arriving_during_the_backoff_waits_for_it(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job whose first call was rate limited: Pending, due only after a backoff of at
+    # least 2 s (a 3 s base, equal jitter), so the copy below surely arrives early
+    monkeypatch.setenv("BACKOFF_BASE_SECONDS", "3")
     job_id = pipeline.submit(
         {"operation": "summarize", "input": {"text": "Busy. [[fault:rate_limit*1]]"}}, key="dup-early"
     )["body"]["jobId"]

@@ -1,0 +1,591 @@
+"""The `outlast` client commands over real HTTP against a small fake of the outlast API.
+
+The fake (a stdlib HTTP server in this process) implements the documented behaviours the
+commands rely on: 202 + Location + Retry-After on submit, replays on a repeated key, status
+progressions over successive polls, problem+json errors, API Gateway's plain 401, a list whose
+first page is short while nextCursor is set, and injected faults (a dropped POST, a 429).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from outlast.cli import main
+from outlast.client import TERMINAL_STATUSES
+from outlast.commands import jobs
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "header.payload.signature"
+OUTPUT = "A short summary."
+CREATED = "2024-05-01T12:00:00.000Z"
+JOB_ERROR = {"code": "content_policy", "message": "The provider refused the input."}
+UUID4 = r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+
+
+def status_document(job_id: str, status: str, attempts: int = 1) -> dict[str, Any]:
+    return {
+        "jobId": job_id,
+        "status": status,
+        "operation": "summarize",
+        "createdAt": CREATED,
+        "updatedAt": CREATED,
+        "expiresAt": "2024-05-31T12:00:00.000Z",
+        "attempts": 0 if status == "Pending" else attempts,
+        "cancelRequestedAt": CREATED if status in {"CancellationRequested", "Canceled"} else None,
+        "resultUrl": f"/v1/jobs/{job_id}/result" if status == "Succeeded" else None,
+        "error": JOB_ERROR if status == "Failed" else None,
+        "usage": {"inputTokens": 10, "outputTokens": 5} if status in {"Succeeded", "Failed"} else None,
+    }
+
+
+def problem(status: int, code: str, title: str, detail: str) -> tuple[int, dict[str, str], Any]:
+    body = {
+        "type": f"urn:outlast:problem:{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "correlationId": "corr-" + code,
+    }
+    return status, {"Content-Type": "application/problem+json"}, body
+
+
+@dataclass
+class Seen:
+    """One request as the fake received it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+    at: float
+
+
+@dataclass
+class FakeJob:
+    """A job whose successive reads walk through `script`; the last status sticks."""
+
+    job_id: str
+    script: list[str]
+    position: int = 0
+
+    def state(self) -> str:
+        return self.script[self.position]
+
+    def read(self) -> dict[str, Any]:
+        document = status_document(self.job_id, self.state())
+        self.position = min(self.position + 1, len(self.script) - 1)
+        return document
+
+
+@dataclass
+class FakeApi:
+    """The outlast API's documented behaviours, with faults to inject."""
+
+    drop_posts: int = 0
+    throttle_posts: int = 0
+    requests: list[Seen] = field(default_factory=list)
+    jobs: dict[str, FakeJob] = field(default_factory=dict)
+    keys: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    listed: list[dict[str, Any]] = field(
+        default_factory=lambda: [
+            status_document(str(uuid.uuid4()), status) for status in ("Running", "Failed", "Succeeded")
+        ]
+    )
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_job(self, *script: str) -> str:
+        job_id = str(uuid.uuid4())
+        self.jobs[job_id] = FakeJob(job_id, list(script))
+        return job_id
+
+    def seen(self, method: str, path_prefix: str = "/v1/jobs") -> list[Seen]:
+        return [r for r in self.requests if r.method == method and r.path.startswith(path_prefix)]
+
+    def answer(self, request: Seen) -> tuple[int, dict[str, str], Any] | None:
+        """The answer to one request; None drops the connection without one."""
+        with self.lock:
+            self.requests.append(request)
+            if request.headers.get("authorization") != f"Bearer {TOKEN}":
+                return 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}, {"message": "Unauthorized"}
+            parts = request.path.strip("/").split("/")
+            if parts[:2] != ["v1", "jobs"]:
+                return 404, {}, {"message": "Not Found"}
+            if len(parts) == 2:
+                return self._submit(request) if request.method == "POST" else self._list(request)
+            job = self.jobs.get(parts[2])
+            if job is None:
+                return problem(
+                    404, "job_not_found", "Job not found", "No job with this id is visible to you."
+                )
+            if len(parts) == 3:
+                retry = {} if job.state() in TERMINAL_STATUSES else {"Retry-After": "1"}
+                return 200, retry, job.read()
+            return self._result(job) if parts[3] == "result" else self._cancel(job)
+
+    def _submit(self, request: Seen) -> tuple[int, dict[str, str], Any] | None:
+        if self.drop_posts:
+            self.drop_posts -= 1
+            return None
+        if self.throttle_posts:
+            self.throttle_posts -= 1
+            status, headers, body = problem(429, "rate_limited", "Too many submits", "Try again later.")
+            return status, {**headers, "Retry-After": "1"}, body
+        key = request.headers["idempotency-key"]
+        headers = {"Retry-After": "1"}
+        if key in self.keys:
+            job_id, body = self.keys[key]
+            if body != request.body:
+                return problem(409, "idempotency_key_reused", "Idempotency key reused", "Another request.")
+            headers["Idempotent-Replayed"] = "true"
+        else:
+            script = [
+                "Pending",
+                "Running",
+                "Failed" if request.body["input"]["text"] == "fail" else "Succeeded",
+            ]
+            job_id = self.add_job(*script)
+            self.keys[key] = (job_id, request.body)
+        headers["Location"] = f"/v1/jobs/{job_id}"
+        return 202, headers, self.jobs[job_id].read()
+
+    def _result(self, job: FakeJob) -> tuple[int, dict[str, str], Any]:
+        if job.state() != "Succeeded":
+            return problem(409, "job_not_succeeded", "Job not succeeded", f"The job is {job.state()}.")
+        return 200, {}, {"jobId": job.job_id, "operation": "summarize", "output": OUTPUT, "usage": None}
+
+    def _cancel(self, job: FakeJob) -> tuple[int, dict[str, str], Any]:
+        state = job.state()
+        if state in {"Succeeded", "Failed"}:
+            return problem(409, "job_finished", "Job already finished", f"The job is {state}.")
+        job.script, job.position = (
+            (["Canceled"] if state in {"Pending", "Canceled"} else ["CancellationRequested"]),
+            0,
+        )
+        return (200 if job.state() == "Canceled" else 202), {}, status_document(job.job_id, job.state())
+
+    def _list(self, request: Seen) -> tuple[int, dict[str, str], Any]:
+        # The first page is short (one item) whatever the limit, as a filtered read can be.
+        offset, limit = int(request.query.get("cursor", "0")), int(request.query.get("limit", "20"))
+        take = 1 if offset == 0 else limit
+        items = self.listed[offset : offset + take]
+        next_cursor = str(offset + take) if offset + take < len(self.listed) else None
+        return 200, {}, {"items": items, "nextCursor": next_cursor}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _FakeServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        at = time.monotonic()
+        url = urlsplit(self.path)
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        request = Seen(
+            method=self.command,
+            path=url.path,
+            query=dict(parse_qsl(url.query)),
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=json.loads(raw) if raw else None,
+            at=at,
+        )
+        answer = self.server.fake.answer(request)
+        if answer is None:
+            self.close_connection = True  # the request arrived; the answer never leaves
+            return
+        status, headers, body = answer
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(name, value)
+        self.send_header("apigw-requestid", "gw-request-id")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_POST = do_GET  # noqa: N815
+
+
+class _FakeServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeApi) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.fake = fake
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
+    fake = FakeApi()
+    server = _FakeServer(fake)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    monkeypatch.setenv("OUTLAST_API_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("OUTLAST_TOKEN", TOKEN)
+    yield fake
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_document(stdout: str) -> Any:
+    """stdout parsed as exactly one JSON document (json.loads refuses trailing text)."""
+    return json.loads(stdout)
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+
+def test_submit_sends_the_contract_body_with_a_new_key_and_the_bearer_token(api, capsys):
+    code, out, err = run(capsys, "submit", "summarize", "--text", "hello")
+
+    assert code == jobs.EXIT_OK
+    [post] = api.seen("POST")
+    assert post.headers["authorization"] == f"Bearer {TOKEN}"
+    assert post.body == {"operation": "summarize", "input": {"text": "hello"}}
+    key = post.headers["idempotency-key"]
+    assert uuid.UUID(key).version == 4
+    assert f"idempotency key: {key}" in err
+    [job_id] = api.jobs
+    assert job_id in out
+    assert f"/v1/jobs/{job_id}" in out
+    assert "Pending" in out
+
+
+def test_submit_sends_options_only_as_given(api, capsys, tmp_path):
+    source = tmp_path / "input.txt"
+    source.write_text("a ticket about billing", encoding="utf-8")
+
+    code, _, _ = run(
+        capsys,
+        *("submit", "classify", "--file", str(source), "--label", "billing", "--label", "bug"),
+        *("--model", "small", "--max-output-tokens", "50", "--idempotency-key", "order-42"),
+    )
+
+    assert code == jobs.EXIT_OK
+    [post] = api.seen("POST")
+    assert post.headers["idempotency-key"] == "order-42"
+    assert post.body == {
+        "operation": "classify",
+        "input": {"text": "a ticket about billing"},
+        "options": {"model": "small", "maxOutputTokens": 50, "labels": ["billing", "bug"]},
+    }
+
+
+def test_submit_reads_stdin_and_prints_one_json_document(api, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("from a pipe"))
+
+    code, out, err = run(capsys, "submit", "analyze", "--file", "-", "--json")
+
+    assert code == jobs.EXIT_OK
+    document = one_document(out)
+    assert document["status"] == "Pending"
+    assert document["jobId"] in api.jobs
+    assert api.seen("POST")[0].body["input"] == {"text": "from a pipe"}
+    assert "idempotency key:" in err
+
+
+def test_a_repeated_key_is_reported_as_a_replay_of_the_same_job(api, capsys):
+    _, first, _ = run(capsys, "submit", "summarize", "--text", "hi", "--idempotency-key", "k-1", "--json")
+    code, second, err = run(
+        capsys, "submit", "summarize", "--text", "hi", "--idempotency-key", "k-1", "--json"
+    )
+
+    assert code == jobs.EXIT_OK
+    assert one_document(second)["jobId"] == one_document(first)["jobId"]
+    assert "replayed: same job as before" in err
+    assert len(api.jobs) == 1
+
+
+def test_a_key_reused_for_other_input_shows_the_problem(api, capsys):
+    run(capsys, "submit", "summarize", "--text", "one", "--idempotency-key", "k-2")
+
+    code, out, err = run(capsys, "submit", "summarize", "--text", "two", "--idempotency-key", "k-2", "--json")
+
+    assert code == jobs.EXIT_ERROR
+    assert out == ""
+    assert "Idempotency key reused" in err
+    assert "idempotency_key_reused" in err
+    assert "Another request." in err
+    assert "corr-idempotency_key_reused" in err
+
+
+def test_a_dropped_connection_is_retried_with_the_same_key(api, capsys):
+    api.drop_posts = 1
+
+    code, out, err = run(capsys, "submit", "summarize", "--text", "hello", "--json")
+
+    assert code == jobs.EXIT_OK
+    first, second = api.seen("POST")
+    assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
+    assert second.at - first.at >= jobs.NETWORK_BACKOFF_SECONDS[0]
+    assert "connection was lost" in err
+    assert first.headers["idempotency-key"] in err
+    assert one_document(out)["jobId"] in api.jobs
+
+
+def test_a_throttled_submit_waits_the_retry_after_then_succeeds(api, capsys):
+    api.throttle_posts = 1
+
+    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+
+    assert code == jobs.EXIT_OK
+    first, second = api.seen("POST")
+    assert second.at - first.at >= 1
+    assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
+    assert "rate limited" in err
+
+
+def test_throttling_is_honoured_a_bounded_number_of_times(api, capsys):
+    api.throttle_posts = 10
+
+    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+
+    assert code == jobs.EXIT_ERROR
+    assert len(api.seen("POST")) == 1 + jobs.THROTTLE_RETRIES
+    assert "rate_limited" in err
+
+
+# --- waiting -----------------------------------------------------------------------------------
+
+
+def test_submit_wait_polls_no_faster_than_retry_after_and_prints_the_result(api, capsys):
+    code, out, err = run(capsys, "submit", "summarize", "--text", "hello", "--wait")
+
+    assert code == jobs.EXIT_OK
+    assert out == OUTPUT + "\n"
+    [post] = api.seen("POST")
+    job_id = next(iter(api.jobs))
+    polls = [r for r in api.seen("GET") if r.path == f"/v1/jobs/{job_id}"]
+    assert len(polls) == 2  # Running, then Succeeded
+    moments = [post.at] + [poll.at for poll in polls]
+    assert all(later - earlier >= 1 for earlier, later in itertools.pairwise(moments))
+    assert api.seen("GET", f"/v1/jobs/{job_id}/result")
+    assert "Running" in err
+    assert "Succeeded" in err
+
+
+def test_submit_wait_json_prints_only_the_result_document(api, capsys):
+    code, out, _ = run(capsys, "submit", "summarize", "--text", "hello", "--wait", "--json")
+
+    assert code == jobs.EXIT_OK
+    assert one_document(out)["output"] == OUTPUT
+
+
+def test_a_failed_job_exits_1_with_its_error(api, capsys):
+    job_id = api.add_job("Running", "Failed")
+
+    code, out, err = run(capsys, "status", job_id, "--wait", "--json")
+
+    assert code == jobs.EXIT_FAILED
+    document = one_document(out)
+    assert document["status"] == "Failed"
+    assert document["error"] == JOB_ERROR
+    assert "content_policy" in err
+
+
+def test_a_canceled_job_exits_3(api, capsys):
+    job_id = api.add_job("CancellationRequested", "Canceled")
+
+    code, out, err = run(capsys, "status", job_id, "--wait")
+
+    assert code == jobs.EXIT_CANCELED
+    assert out == ""
+    assert "Canceled" in err
+
+
+def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(api, capsys):
+    job_id = api.add_job("Running")
+
+    code, out, err = run(capsys, "status", job_id, "--wait", "--timeout", "1.5", "--json")
+
+    assert code == jobs.EXIT_STILL_RUNNING
+    assert one_document(out)["status"] == "Running"
+    assert f"outlast status {job_id} --wait" in err
+
+
+def test_ctrl_c_stops_waiting_without_canceling(api, capsys, monkeypatch):
+    job_id = api.add_job("Running")
+
+    def interrupted(_: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupted)  # fault injection: the user presses Ctrl-C
+
+    code, _, err = run(capsys, "status", job_id, "--wait")
+
+    assert code == jobs.EXIT_STILL_RUNNING
+    assert f"outlast status {job_id} --wait" in err
+    assert not api.seen("POST")
+
+
+# --- status, result, cancel --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [("Running", jobs.EXIT_OK), ("Succeeded", jobs.EXIT_OK), ("Failed", jobs.EXIT_FAILED)],
+)
+def test_status_shows_the_document_and_exits_by_status(api, capsys, status, expected):
+    job_id = api.add_job(status)
+
+    code, out, _ = run(capsys, "status", job_id)
+
+    assert code == expected
+    assert job_id in out
+    assert status in out
+
+
+def test_an_unknown_job_shows_the_problem(api, capsys):
+    code, out, err = run(capsys, "status", str(uuid.uuid4()), "--json")
+
+    assert code == jobs.EXIT_ERROR
+    assert out == ""
+    for part in (
+        "Job not found",
+        "No job with this id is visible to you.",
+        "job_not_found",
+        "corr-job_not_found",
+    ):
+        assert part in err
+
+
+def test_a_refused_token_shows_api_gateways_message(api, capsys, monkeypatch):
+    monkeypatch.setenv("OUTLAST_TOKEN", "expired")
+
+    code, _, err = run(capsys, "status", str(uuid.uuid4()))
+
+    assert code == jobs.EXIT_ERROR
+    assert "HTTP 401: Unauthorized" in err
+    assert api.requests[0].headers["authorization"] == "Bearer expired"
+
+
+def test_token_env_names_another_variable(api, capsys, monkeypatch):
+    monkeypatch.delenv("OUTLAST_TOKEN")
+    monkeypatch.setenv("MY_OUTLAST_TOKEN", TOKEN)
+    job_id = api.add_job("Running")
+
+    code, _, _ = run(capsys, "status", job_id, "--token-env", "MY_OUTLAST_TOKEN")
+
+    assert code == jobs.EXIT_OK
+    assert api.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_missing_token_is_a_usage_error_before_any_request(api, capsys, monkeypatch):
+    monkeypatch.delenv("OUTLAST_TOKEN")
+
+    code, _, err = run(capsys, "list")
+
+    assert code == jobs.EXIT_ERROR
+    assert "OUTLAST_TOKEN" in err
+    assert not api.requests
+
+
+def test_result_prints_the_output_or_the_whole_document(api, capsys):
+    job_id = api.add_job("Succeeded")
+
+    code, out, _ = run(capsys, "result", job_id)
+    assert (code, out) == (jobs.EXIT_OK, OUTPUT + "\n")
+
+    code, out, _ = run(capsys, "result", job_id, "--json")
+    assert code == jobs.EXIT_OK
+    assert one_document(out) == {"jobId": job_id, "operation": "summarize", "output": OUTPUT, "usage": None}
+
+
+def test_result_of_an_unfinished_job_is_a_conflict(api, capsys):
+    code, _, err = run(capsys, "result", api.add_job("Running"))
+
+    assert code == jobs.EXIT_ERROR
+    assert "job_not_succeeded" in err
+
+
+def test_cancel_explains_200_and_202(api, capsys):
+    code, out, _ = run(capsys, "cancel", api.add_job("Pending"))
+    assert code == jobs.EXIT_OK
+    assert "Canceled" in out
+    assert "had not started" in out
+
+    running = api.add_job("Running")
+    code, out, _ = run(capsys, "cancel", running, "--json")
+    assert code == jobs.EXIT_OK
+    assert one_document(out)["status"] == "CancellationRequested"
+
+    code, out, _ = run(capsys, "cancel", running)
+    assert "stops at its next check" in out
+
+
+def test_cancel_of_a_finished_job_is_a_conflict(api, capsys):
+    code, _, err = run(capsys, "cancel", api.add_job("Succeeded"))
+
+    assert code == jobs.EXIT_ERROR
+    assert "job_finished" in err
+
+
+# --- list ------------------------------------------------------------------------------------
+
+
+def test_list_all_follows_a_short_page_with_a_cursor(api, capsys):
+    code, out, _ = run(capsys, "list", "--all", "--json", "--status", "Failed")
+
+    assert code == jobs.EXIT_OK
+    page = one_document(out)
+    assert [item["jobId"] for item in page["items"]] == [item["jobId"] for item in api.listed]
+    assert page["nextCursor"] is None
+    queries = [r.query for r in api.seen("GET")]
+    assert [q.get("cursor") for q in queries] == [None, "1"]
+    assert all(q["status"] == "Failed" for q in queries)
+
+
+def test_list_fills_the_limit_across_short_pages_and_shows_a_table(api, capsys):
+    code, out, err = run(capsys, "list", "--limit", "2")
+
+    assert code == jobs.EXIT_OK
+    assert [r.query["limit"] for r in api.seen("GET")] == ["2", "1"]
+    lines = out.splitlines()
+    assert lines[0].split() == ["JOB", "ID", "STATUS", "OPERATION", "CREATED", "ATTEMPTS", "ERROR"]
+    assert api.listed[0]["jobId"] in lines[1]
+    assert api.listed[1]["jobId"] in lines[2]
+    assert "content_policy" in lines[2]
+    assert len(lines) == 3
+    assert "--cursor 2" in err
+
+
+# --- connection ------------------------------------------------------------------------------
+
+
+def test_a_refused_connection_says_how_to_start_the_local_stack(capsys, monkeypatch):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OUTLAST_TOKEN", TOKEN)
+
+    code, _, err = run(capsys, "status", str(uuid.uuid4()), "--api-url", f"http://127.0.0.1:{port}")
+
+    assert code == jobs.EXIT_ERROR
+    assert f"cannot reach API at http://127.0.0.1:{port}" in err
+    assert "outlast local up" in err
+    assert "Traceback" not in err

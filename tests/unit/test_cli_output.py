@@ -1,0 +1,386 @@
+"""The client commands' pure parts: exit codes, formatting, argument checks and retry decisions."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from outlast.cli import build_parser
+from outlast.client import (
+    Answer,
+    ApiError,
+    ApiUnreachableError,
+    ConnectionLostError,
+    StatusDocument,
+    parse_retry_after,
+)
+from outlast.commands import jobs
+
+JOB_ID = "0b7f3c1e-8a4d-4e2b-9c6f-1d2e3f4a5b6c"
+
+
+def status_document(status: str = "Running", **changes: Any) -> StatusDocument:
+    document: dict[str, Any] = {
+        "jobId": JOB_ID,
+        "status": status,
+        "operation": "summarize",
+        "createdAt": "2024-05-01T12:00:05.123Z",
+        "updatedAt": "2024-05-01T12:00:09.000Z",
+        "expiresAt": "2024-05-31T12:00:05.123Z",
+        "attempts": 1,
+        "cancelRequestedAt": None,
+        "resultUrl": None,
+        "error": None,
+        "usage": None,
+    }
+    document.update(changes)
+    return document  # type: ignore[return-value]
+
+
+def api_error(status: int, body: Any, headers: dict[str, str] | None = None, text: str = "") -> ApiError:
+    return ApiError(status, headers or {}, body, text or json.dumps(body))
+
+
+def problem(status: int, code: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": f"urn:outlast:problem:{code}",
+        "title": "Something went wrong",
+        "status": status,
+        "detail": "What to do about it.",
+        "code": code,
+        "correlationId": "corr-1",
+        **extra,
+    }
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+# --- exit codes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        ("Succeeded", 0),
+        ("Failed", 1),
+        ("Canceled", 3),
+        ("Pending", 0),
+        ("Running", 0),
+        ("CancellationRequested", 0),
+    ],
+)
+def test_exit_code_reports_the_job_status(status, code):
+    assert jobs.exit_code_for(status) == code
+
+
+def test_exit_codes_are_documented_in_help_and_docstring():
+    for text in (jobs.EXIT_CODES_EPILOG, jobs.__doc__ or ""):
+        for code in (
+            jobs.EXIT_OK,
+            jobs.EXIT_FAILED,
+            jobs.EXIT_ERROR,
+            jobs.EXIT_CANCELED,
+            jobs.EXIT_STILL_RUNNING,
+        ):
+            assert f"  {code}  " in text
+
+
+@pytest.mark.parametrize(
+    ("error", "may_exist"),
+    [
+        (ConnectionLostError("http://api", "timed out"), True),
+        (ApiUnreachableError("http://api", "Connection refused"), False),
+        (api_error(503, problem(503, "service_unavailable")), True),
+        (api_error(400, problem(400, "invalid_request")), False),
+        (KeyboardInterrupt(), True),
+    ],
+)
+def test_a_failed_submit_may_have_created_the_job_unless_it_surely_did_not(error, may_exist):
+    assert jobs.submit_may_have_happened(error) is may_exist
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+def test_submit_request_holds_options_only_when_given():
+    assert jobs.build_submit_request("summarize", "text", None, None, None) == {
+        "operation": "summarize",
+        "input": {"text": "text"},
+    }
+    assert jobs.build_submit_request("classify", "t", ["a", "b"], "small", 64) == {
+        "operation": "classify",
+        "input": {"text": "t"},
+        "options": {"model": "small", "maxOutputTokens": 64, "labels": ["a", "b"]},
+    }
+
+
+def test_a_new_idempotency_key_is_a_uuid4_each_time():
+    first, second = jobs.new_idempotency_key(), jobs.new_idempotency_key()
+    assert uuid.UUID(first).version == 4
+    assert first != second
+
+
+@pytest.mark.parametrize("key", ["k", "x" * 255, "order-42:retry!", '"quoted"'])
+def test_idempotency_keys_of_visible_ascii_are_accepted(key):
+    assert jobs.idempotency_key(key) == key
+
+
+@pytest.mark.parametrize("key", ["", "x" * 256, "has space", "tab\t", "caf\u00e9"])
+def test_other_idempotency_keys_are_refused(key):
+    with pytest.raises(argparse.ArgumentTypeError):
+        jobs.idempotency_key(key)
+
+
+@pytest.mark.parametrize(("value", "limit"), [("1", 1), ("100", 100)])
+def test_page_limit_accepts_1_to_100(value, limit):
+    assert jobs.page_limit(value) == limit
+
+
+@pytest.mark.parametrize("value", ["0", "101", "ten", "2.5"])
+def test_page_limit_refuses_the_rest(value):
+    with pytest.raises(argparse.ArgumentTypeError):
+        jobs.page_limit(value)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_timeout_must_be_positive_seconds(value):
+    with pytest.raises(argparse.ArgumentTypeError):
+        jobs.positive_seconds(value)
+
+
+@pytest.mark.parametrize("option", ["--token", "--token-env"])
+def test_the_token_is_never_a_command_line_argument_nor_echoed(capsys, option):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["status", JOB_ID, option, "eyJhbGciOi.eyJzdWIi.c2lnbmF0dXJl"])
+    assert exited.value.code == jobs.EXIT_ERROR
+    assert "eyJ" not in capsys.readouterr().err
+
+
+def test_token_env_names_a_variable():
+    assert jobs.variable_name("MY_TOKEN_2") == "MY_TOKEN_2"
+
+
+def test_submit_needs_exactly_one_input(capsys):
+    parser = build_parser()
+    for argv in (["submit", "summarize"], ["submit", "summarize", "--text", "a", "--file", "b"]):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args(argv)
+        assert exited.value.code == jobs.EXIT_ERROR
+    capsys.readouterr()
+
+
+def test_submit_arguments_parse_into_the_request_parts():
+    arguments = build_parser().parse_args(
+        ["submit", "classify", "--text", "t", "--label", "a", "--label", "b", "--wait", "--timeout", "30"]
+    )
+    assert (arguments.operation, arguments.text, arguments.labels) == ("classify", "t", ["a", "b"])
+    assert (arguments.wait, arguments.timeout, arguments.json) == (True, 30.0, False)
+    assert arguments.token_env == "OUTLAST_TOKEN"
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+
+def test_times_are_shortened_and_bad_ones_kept():
+    assert jobs.format_time("2024-05-01T12:00:05.123Z") == "2024-05-01 12:00:05Z"
+    assert jobs.format_time(None) == "-"
+    assert jobs.format_time("yesterday") == "yesterday"
+
+
+def test_status_shows_error_usage_and_result_only_when_present():
+    running = jobs.format_status(status_document("Running"))
+    assert "status     Running" in running
+    assert "error" not in running
+    assert "usage" not in running
+
+    failed = jobs.format_status(
+        status_document(
+            "Failed",
+            error={"code": "content_policy", "message": "Refused."},
+            usage={"inputTokens": 12, "outputTokens": 0},
+        )
+    )
+    assert "content_policy: Refused." in failed
+    assert "12 input tokens, 0 output tokens" in failed
+
+
+def test_the_table_has_a_header_and_one_aligned_row_per_job():
+    failed = status_document("Failed", error={"code": "retries_exhausted", "message": "Gave up."}, attempts=3)
+    table = jobs.format_table([status_document("Running"), failed]).splitlines()
+
+    assert table[0].split() == ["JOB", "ID", "STATUS", "OPERATION", "CREATED", "ATTEMPTS", "ERROR"]
+    assert table[1].split() == [JOB_ID, "Running", "summarize", "2024-05-01", "12:00:05Z", "1", "-"]
+    assert table[2].split()[-2:] == ["3", "retries_exhausted"]
+    assert table[1].index("summarize") == table[0].index("OPERATION")
+    assert jobs.format_table([]) == "no jobs"
+
+
+def test_a_problem_shows_title_detail_code_params_and_correlation_id():
+    error = api_error(
+        400, problem(400, "invalid_request", invalidParams=[{"name": "options.labels", "reason": "required"}])
+    )
+    assert jobs.format_api_error(error) == [
+        "error: Something went wrong (HTTP 400, invalid_request)",
+        "  What to do about it.",
+        "  - options.labels: required",
+        "  correlation id: corr-1",
+    ]
+
+
+def test_api_gateways_own_answers_show_their_message_and_request_id():
+    lines = jobs.format_api_error(api_error(401, {"message": "Unauthorized"}, {"apigw-requestid": "gw-1"}))
+
+    assert lines[0] == "error: HTTP 401: Unauthorized"
+    assert "outlast local token" in lines[1]
+    assert lines[-1] == "  correlation id: gw-1"
+    assert jobs.format_api_error(api_error(429, {"message": "Too Many Requests"})) == [
+        "error: HTTP 429: Too Many Requests"
+    ]
+
+
+def test_a_body_that_is_not_json_is_shown_briefly():
+    error = ApiError(502, {}, None, "<html>\n  Bad   gateway " + "x" * 500)
+
+    [line] = jobs.format_api_error(error)
+    assert line.startswith("error: HTTP 502: <html> Bad gateway x")
+    assert len(line) < 240
+
+
+def test_progress_line_says_status_attempts_and_elapsed():
+    assert jobs.progress_line(JOB_ID, status_document("Running", attempts=2), 12.4) == (
+        f"job {JOB_ID}: Running, attempts 2, 12 s elapsed"
+    )
+    assert jobs.progress_line(JOB_ID, None, 0) == f"job {JOB_ID}: waiting, 0 s elapsed"
+
+
+def test_loopback_urls_are_the_local_stack():
+    assert jobs.is_loopback("http://127.0.0.1:8000")
+    assert jobs.is_loopback("http://localhost:9000/")
+    assert not jobs.is_loopback("https://abc.execute-api.eu-west-1.amazonaws.com")
+
+
+# --- output streams --------------------------------------------------------------------------
+
+
+def test_json_mode_prints_only_the_document_on_stdout():
+    out, err = io.StringIO(), io.StringIO()
+    console = jobs.Console(json_mode=True, out=out, err=err)
+
+    console.note("idempotency key: k")
+    console.show("human text", {"jobId": JOB_ID})
+
+    assert json.loads(out.getvalue()) == {"jobId": JOB_ID}
+    assert err.getvalue() == "idempotency key: k\n"
+
+
+def test_human_mode_prints_the_text_once_with_one_newline():
+    out = io.StringIO()
+    console = jobs.Console(json_mode=False, out=out, err=io.StringIO())
+
+    console.show("line\n", {})
+    console.show(None, {})
+
+    assert out.getvalue() == "line\n"
+
+
+def test_progress_on_a_terminal_is_one_updating_line():
+    err = FakeTerminal()
+    console = jobs.Console(json_mode=False, out=io.StringIO(), err=err)
+    progress = jobs.Progress(console, JOB_ID)
+
+    progress.update(status_document("Pending", attempts=0))
+    progress.update(status_document("Running"))
+    progress.close()
+    console.note("done")
+
+    text = err.getvalue()
+    assert text.count("\r") == 2
+    assert text.count("\n") == 2  # the progress line ends once, then the note
+    assert "Running" in text.split("\r")[-1]
+
+
+def test_progress_elsewhere_prints_a_line_per_change_only():
+    err = io.StringIO()
+    progress = jobs.Progress(jobs.Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)
+
+    for document in (
+        status_document("Pending", attempts=0),
+        status_document("Running"),
+        status_document("Running"),
+    ):
+        progress.update(document)
+
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "\r" not in err.getvalue()
+
+
+# --- retries ---------------------------------------------------------------------------------
+
+
+def test_retry_after_is_whole_seconds_never_below_one():
+    assert parse_retry_after("3") == 3
+    assert parse_retry_after(" 1 ") == 1
+    assert parse_retry_after("0") == 1
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
+
+
+def test_answers_say_when_they_replay():
+    assert Answer(202, {"idempotent-replayed": "true"}, None).replayed
+    assert not Answer(202, {}, None).replayed
+    assert Answer(200, {"retry-after": "4"}, None).retry_after == 4
+
+
+def test_429_is_retried_twice_after_the_retry_after_or_the_fallback():
+    budget = jobs.RetryBudget()
+
+    first = budget.next_retry(api_error(429, problem(429, "rate_limited"), {"retry-after": "5"}))
+    second = budget.next_retry(api_error(429, {"message": "Too Many Requests"}))
+
+    assert first is not None
+    assert (first.delay, first.number, first.of) == (5, 1, 2)
+    assert second is not None
+    assert second.delay == jobs.FALLBACK_POLL_SECONDS
+    assert budget.next_retry(api_error(429, {"message": "Too Many Requests"})) is None
+
+
+def test_lost_connections_and_5xx_share_a_bounded_backoff():
+    budget = jobs.RetryBudget()
+    lost = ConnectionLostError("http://api", "Remote end closed connection without response")
+
+    delays = [budget.next_retry(lost), budget.next_retry(api_error(502, None)), budget.next_retry(lost)]
+
+    assert [retry.delay for retry in delays if retry] == list(jobs.NETWORK_BACKOFF_SECONDS)
+    assert budget.next_retry(lost) is None
+
+
+def test_a_503_retry_after_longer_than_the_backoff_wins():
+    retry = jobs.RetryBudget().next_retry(
+        api_error(503, problem(503, "service_unavailable"), {"retry-after": "7"})
+    )
+
+    assert retry is not None
+    assert retry.delay == 7
+    assert "retrying the submit in 7 s (retry 1 of 3)" in retry.message("the submit")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        api_error(400, problem(400, "invalid_request")),
+        api_error(404, problem(404, "job_not_found")),
+        api_error(409, problem(409, "idempotency_key_reused")),
+        ApiUnreachableError("http://api", "Connection refused"),
+    ],
+)
+def test_definite_answers_are_not_retried(error):
+    assert jobs.RetryBudget().next_retry(error) is None

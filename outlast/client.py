@@ -18,6 +18,7 @@ import errno
 import http.client
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -196,11 +197,14 @@ def _reason(error: BaseException) -> str:
     return detail.removeprefix("<urlopen error ").removesuffix(">")
 
 
-def _classify(url: str, error: BaseException) -> TransportError:
+def classify_connection_error(url: str, error: BaseException) -> TransportError:
     """Sort a connection failure into 'never sent' and 'maybe sent'."""
     cause = error.reason if isinstance(error, urllib.error.URLError) else error
     if isinstance(cause, socket.gaierror):
         return ApiUnreachableError(url, f"unknown host: {cause.strerror or cause}")
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        # The handshake failed, so no request was sent, and trying again will not change the certificate.
+        return ApiUnreachableError(url, f"TLS certificate not trusted: {cause.verify_message or cause}")
     if isinstance(cause, OSError) and cause.errno in _NOT_CONNECTED_ERRNOS:
         return ApiUnreachableError(url, cause.strerror or _reason(cause))
     if isinstance(cause, TimeoutError):
@@ -299,7 +303,7 @@ class OutlastClient:
             ) from None
         except (OSError, http.client.HTTPException) as error:
             # OSError covers URLError, resets and timeouts; HTTPException a garbled or cut answer.
-            raise _classify(self.api_url, error) from None
+            raise classify_connection_error(self.api_url, error) from None
 
 
 def _status(answer: Answer[Any]) -> Answer[StatusDocument]:

@@ -44,15 +44,13 @@ class SweepReport:
 
 
 def sweep(deps: SweeperDependencies) -> SweepReport:
-    """One pass over every shard of the sweeper index, bounded by max_items_per_run."""
+    """One pass over every shard of the sweeper index, each shard getting an equal share of
+    max_items_per_run, so a backlog in one shard never starves the others."""
     report = SweepReport()
     now = truncate_to_millis(deps.clock.now())
-    budget = deps.settings.max_items_per_run
+    per_shard = max(1, deps.settings.max_items_per_run // r.SWEEP_SHARDS)
     for shard in range(r.SWEEP_SHARDS):
-        if budget <= 0:
-            break
-        for job_id in deps.repository.sweep_candidates(str(shard), now, min(budget, 100)):
-            budget -= 1
+        for job_id in deps.repository.sweep_candidates(str(shard), now, per_shard):
             report.examined += 1
             _recover(deps, job_id, now, report)
     metrics.add_metric(name="SweeperRecoveries", unit="Count", value=report.recoveries)

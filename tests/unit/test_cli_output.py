@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import http.client
 import io
 import json
+import socket
+import urllib.error
 import uuid
 from typing import Any
 
@@ -16,7 +20,9 @@ from outlast.client import (
     ApiError,
     ApiUnreachableError,
     ConnectionLostError,
+    OutlastClient,
     StatusDocument,
+    classify_connection_error,
     parse_retry_after,
 )
 from outlast.commands import jobs
@@ -384,3 +390,49 @@ def test_a_503_retry_after_longer_than_the_backoff_wins():
 )
 def test_definite_answers_are_not_retried(error):
     assert jobs.RetryBudget().next_retry(error) is None
+
+
+# --- the client's pure parts -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "reason"),
+    [
+        (
+            urllib.error.URLError(ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")),
+            ApiUnreachableError,
+            "Connection refused",
+        ),
+        (
+            urllib.error.URLError(socket.gaierror(socket.EAI_NONAME, "Name or service not known")),
+            ApiUnreachableError,
+            "unknown host",
+        ),
+        (
+            http.client.RemoteDisconnected("Remote end closed connection without response"),
+            ConnectionLostError,
+            "Remote end closed",
+        ),
+        (urllib.error.URLError(TimeoutError("timed out")), ConnectionLostError, "timed out"),
+        (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), ConnectionLostError, "reset"),
+    ],
+)
+def test_connection_failures_are_sorted_into_never_sent_and_maybe_sent(error, kind, reason):
+    classified = classify_connection_error("http://api", error)
+
+    assert type(classified) is kind
+    assert reason in classified.reason
+    assert classified.url == "http://api"
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://host", "127.0.0.1:8000", "http://"])
+def test_the_client_only_speaks_http_and_https(url):
+    with pytest.raises(ValueError, match="http"):
+        OutlastClient(url, "token")
+
+
+def test_locations_resolve_against_the_api_url():
+    client = OutlastClient("https://api.example.com/", "token")
+
+    assert client.api_url == "https://api.example.com"
+    assert client.url_for(f"/v1/jobs/{JOB_ID}") == f"https://api.example.com/v1/jobs/{JOB_ID}"

@@ -1,0 +1,310 @@
+"""The DLQ for an operator run: read every message (held, hidden), join each with its job, and
+carry out a redrive plan (outlast.operator.plan) one message at a time.
+
+moto has no StartMessageMoveTask, and a move task could not check each job anyway, so the redrive
+works message by message, the same way on the local stack and in AWS. Per message the order is:
+conditional write on the job -> a new message on the jobs queue -> delete the DLQ message. An
+interrupted run leaves at worst a job already Pending whose DLQ message is still there; a rerun
+sees the job Pending and only sends and deletes (a duplicate message is harmless: the worker's
+claim is conditional).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from outlast.operator.plan import (
+    DISPATCHING,
+    DROPPING,
+    Action,
+    DeadLetter,
+    DispatchBump,
+    Joined,
+    PlanOptions,
+    Step,
+    plan,
+    write_for,
+)
+from shared.errors import StorageUnavailableError
+from shared.job import JobRecord
+from shared.ports import JobMessage, JobQueue, JobRepository, TransitionConflictError
+
+SQS_BATCH = 10
+DEFAULT_HOLD_SECONDS = 300
+DEFAULT_MAX_MESSAGES = 1000
+# What an AWS call can fail with once the target is resolved.
+AWS_ERRORS = (ClientError, BotoCoreError, StorageUnavailableError)
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """SQS's approximate counts for a queue."""
+
+    visible: int
+    in_flight: int
+    delayed: int
+
+    @property
+    def total(self) -> int:
+        """Every message the queue holds."""
+        return self.visible + self.in_flight + self.delayed
+
+
+def queue_depth(sqs: Any, url: str) -> QueueDepth:
+    """The queue's approximate visible, in-flight and delayed counts."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return QueueDepth(
+        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
+        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+    )
+
+
+@dataclass
+class Hold:
+    """The DLQ messages one run received and keeps hidden until it deletes or releases them."""
+
+    sqs: Any
+    url: str
+    letters: list[DeadLetter] = field(default_factory=list)
+    limit_reached: bool = False  # the run stopped reading at its limit: more may remain
+    release_failures: int = 0
+    _handles: dict[str, str] = field(default_factory=dict)
+
+    def take(self, message: Mapping[str, Any]) -> None:
+        """Hold one received message (SQS delivers at least once: the newest receipt handle deletes)."""
+        letter = DeadLetter.from_sqs(message)
+        if letter.message_id not in self._handles:
+            self.letters.append(letter)
+        self._handles[letter.message_id] = str(message["ReceiptHandle"])
+
+    def delete(self, message_id: str) -> None:
+        """Delete one held message from the DLQ."""
+        self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=self._handles[message_id])
+        del self._handles[message_id]
+
+    def release(self) -> None:
+        """Make every message not deleted visible again at once (visibility 0)."""
+        handles = list(self._handles.items())
+        self._handles.clear()
+        for start in range(0, len(handles), SQS_BATCH):
+            entries = [
+                {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": 0}
+                for index, (_, handle) in enumerate(handles[start : start + SQS_BATCH])
+            ]
+            try:
+                response = self.sqs.change_message_visibility_batch(QueueUrl=self.url, Entries=entries)
+            except AWS_ERRORS:
+                # They come back by themselves when the hold runs out; never mask the run's own error.
+                self.release_failures += len(entries)
+                continue
+            self.release_failures += len(response.get("Failed", []))
+
+
+@contextmanager
+def held_messages(
+    sqs: Any, url: str, *, hold_seconds: int, max_messages: int, wait_seconds: int
+) -> Iterator[Hold]:
+    """Receive every DLQ message (up to `max_messages`), hidden for `hold_seconds`; on the way out,
+    whatever way that is (Ctrl-C included), release each one not deleted.
+
+    Receiving counts: each message's ApproximateReceiveCount grows by one per read. The DLQ has
+    no redrive policy of its own, so that count moves nothing anywhere.
+    """
+    hold = Hold(sqs=sqs, url=url)
+    try:
+        while len(hold.letters) < max_messages:
+            response = sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=min(SQS_BATCH, max_messages - len(hold.letters)),
+                VisibilityTimeout=hold_seconds,
+                WaitTimeSeconds=wait_seconds,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            )
+            received = response.get("Messages", [])
+            if not received:
+                break
+            for message in received:
+                hold.take(message)
+        else:
+            hold.limit_reached = True
+        yield hold
+    finally:
+        hold.release()
+
+
+def join(letters: Sequence[DeadLetter], repository: JobRepository) -> list[Joined]:
+    """Each message with its job, read once per job (strongly consistent)."""
+    jobs: dict[str, tuple[JobRecord | None, str | None]] = {}
+    joined = []
+    for letter in letters:
+        if letter.job_id is None:
+            joined.append(Joined(letter, None))
+            continue
+        if letter.job_id not in jobs:
+            jobs[letter.job_id] = _read_job(repository, letter.job_id)
+        job, unreadable = jobs[letter.job_id]
+        joined.append(Joined(letter, job, unreadable))
+    return joined
+
+
+def _read_job(repository: JobRepository, job_id: str) -> tuple[JobRecord | None, str | None]:
+    try:
+        return repository.get_job(job_id), None
+    except (KeyError, ValueError, TypeError) as error:
+        # A record this code cannot read (a newer schema after a rollback, a hand edit): list it
+        # and leave it alone rather than stop the whole run.
+        return None, f"{type(error).__name__} while reading it"
+
+
+class Result(StrEnum):
+    """How one step of a run ended."""
+
+    DONE = "done"  # as planned
+    KEPT = "kept"  # the plan keeps the message (released at once)
+    CHANGED = "changed"  # the job moved on since the plan: nothing written, message kept
+    FAILED = "failed"  # an AWS call failed: the detail says what state it left
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One executed step."""
+
+    step: Step
+    result: Result
+    detail: str
+
+
+class Redrive:
+    """Carries out a plan, step by step, exactly as planned (never re-planning on its own)."""
+
+    def __init__(
+        self,
+        repository: JobRepository,
+        queue: JobQueue,
+        hold: Hold,
+        now: Callable[[], datetime],
+        grace: timedelta,
+    ) -> None:
+        self._repository = repository
+        self._queue = queue
+        self._hold = hold
+        self._now = now
+        self._grace = grace
+
+    def run(self, steps: Sequence[Step], report: Callable[[Outcome], None]) -> list[Outcome]:
+        """Every step in plan order (a duplicate always after the message carrying its redrive)."""
+        outcomes: dict[str, Outcome] = {}
+        for step in steps:
+            outcome = self._step(step, outcomes)
+            outcomes[step.letter.message_id] = outcome
+            report(outcome)
+        return list(outcomes.values())
+
+    def _step(self, step: Step, done: Mapping[str, Outcome]) -> Outcome:
+        if step.action in DISPATCHING:
+            return self._dispatch(step)
+        if step.action is Action.DROP_DUPLICATE:
+            primary = done.get(step.primary or "")
+            if primary is None or primary.result is not Result.DONE:
+                return Outcome(step, Result.KEPT, "kept: the message carrying the redrive did not go through")
+        if step.action in DROPPING:
+            try:
+                self._hold.delete(step.letter.message_id)
+            except AWS_ERRORS as error:
+                return Outcome(step, Result.FAILED, f"not deleted ({_describe(error)}); rerun to retry")
+            return Outcome(step, Result.DONE, "DLQ message deleted")
+        return Outcome(step, Result.KEPT, "kept on the DLQ")
+
+    def _dispatch(self, step: Step) -> Outcome:
+        job_id = step.letter.job_id or ""
+        write = write_for(step, self._now(), self._grace)
+        try:
+            if isinstance(write, DispatchBump):
+                written = self._repository.bump_dispatch(write.job, write.now, write.sweep_at)
+            else:
+                written = self._repository.transition(write)
+        except TransitionConflictError as conflict:
+            now_status = conflict.current.status.value if conflict.current else "gone"
+            return Outcome(
+                step,
+                Result.CHANGED,
+                f"the job changed since the plan (now {now_status}): kept; rerun to re-plan",
+            )
+        except AWS_ERRORS as error:
+            return Outcome(step, Result.FAILED, f"nothing changed ({_describe(error)}); rerun")
+        state = (
+            f"{written.status.value}, attempts {written.attempts}/{written.max_attempts}, "
+            f"redriveCount {written.redrive_count}"
+        )
+        try:
+            self._queue.send(JobMessage(job_id=job_id, trace_id=step.letter.trace_id or uuid.uuid4().hex))
+        except AWS_ERRORS as error:
+            return Outcome(
+                step,
+                Result.FAILED,
+                f"job {state} but not sent ({_describe(error)}); rerun (or the sweeper re-sends it after "
+                "its grace)",
+            )
+        try:
+            self._hold.delete(step.letter.message_id)
+        except AWS_ERRORS as error:
+            return Outcome(
+                step,
+                Result.FAILED,
+                f"job {state}, sent, but the DLQ message stayed ({_describe(error)}); rerun",
+            )
+        return Outcome(step, Result.DONE, f"job {state}; sent to the jobs queue; DLQ message deleted")
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, ClientError):
+        return f"AWS error {error.response.get('Error', {}).get('Code', 'unknown')}"
+    return type(error).__name__
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What `dlq list` shows: each message, its job, and what `redrive --all` would do with it."""
+
+    steps: list[Step]
+    depth: QueueDepth
+    limit_reached: bool
+    now: datetime
+
+
+def listing(
+    sqs: Any,
+    url: str,
+    repository: JobRepository,
+    now: datetime,
+    *,
+    max_messages: int,
+    wait_seconds: int,
+    hold_seconds: int = 30,
+) -> Listing:
+    """Read the whole DLQ (released again at once), join each message with its job, plan `--all`."""
+    depth = queue_depth(sqs, url)
+    with held_messages(
+        sqs, url, hold_seconds=hold_seconds, max_messages=max_messages, wait_seconds=wait_seconds
+    ) as hold:
+        joined = join(hold.letters, repository)
+    return Listing(
+        steps=plan(joined, now, PlanOptions()), depth=depth, limit_reached=hold.limit_reached, now=now
+    )

@@ -1,0 +1,217 @@
+"""`outlast jobs inspect`: the operator's view of one job, read straight from the tables and queues.
+
+The full internal record (lease, attempts, dispatchAt, redriveCount, the sweeper's next look),
+where its input and result live and how big they are, and which DLQ messages name it. Never the
+input or output text (logs and outputs hold neither, DESIGN.md "Security"), never a whole lease
+token: its first characters tell two leases apart, which is all an operator needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from outlast.operator.dlq import DEFAULT_MAX_MESSAGES, QueueDepth, held_messages, queue_depth
+from outlast.operator.plan import DeadLetter
+from outlast.operator.targets import Target
+from shared import resources as r
+from shared.adapters.dynamo_items import INPUT_SORT_VALUE, RESULT_SORT_VALUE, deserialize, job_key, job_pk
+from shared.clock import from_iso, to_iso
+from shared.job import BlobLocation, JobRecord
+
+LEASE_TOKEN_PREFIX = 8
+
+
+@dataclass(frozen=True)
+class Payload:
+    """Where an input or a result lives, whether it is still there, and its size (never its text)."""
+
+    location: BlobLocation
+    address: str
+    present: bool
+    text_bytes: int | None  # UTF-8 bytes of the input text or of the output
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SweepEntry:
+    """The job's place in the sweeper's sparse index (only watched jobs have one)."""
+
+    shard: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """Everything `jobs inspect` shows about one job."""
+
+    job: JobRecord
+    sweep: SweepEntry | None
+    input: Payload
+    result: Payload | None
+    dlq_messages: list[DeadLetter] | None  # None: the DLQ was not read
+    dlq_depth: QueueDepth
+    jobs_queue_depth: QueueDepth
+    now: datetime
+
+
+def lease_prefix(token: str | None) -> str | None:
+    """The first characters of a lease token, never the whole of it."""
+    return f"{token[:LEASE_TOKEN_PREFIX]}..." if token else None
+
+
+def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -> Inspection | None:
+    """The job's operator view, or None when no such job exists."""
+    job = target.repository.get_job(job_id)
+    if job is None:
+        return None
+    dlq_messages = None
+    if read_dlq:
+        with held_messages(
+            target.sqs,
+            target.resources.dlq_url,
+            hold_seconds=30,
+            max_messages=DEFAULT_MAX_MESSAGES,
+            wait_seconds=target.receive_wait_seconds,
+        ) as hold:
+            dlq_messages = [letter for letter in hold.letters if letter.job_id == job_id]
+    return Inspection(
+        job=job,
+        sweep=_sweep_entry(target, job_id),
+        input=_input(target, job),
+        result=_result(target, job),
+        dlq_messages=dlq_messages,
+        dlq_depth=queue_depth(target.sqs, target.resources.dlq_url),
+        jobs_queue_depth=queue_depth(target.sqs, target.resources.jobs_queue_url),
+        now=now,
+    )
+
+
+def _sweep_entry(target: Target, job_id: str) -> SweepEntry | None:
+    # The two index keys are not part of JobRecord: read just them.
+    item = target.dynamodb.get_item(
+        TableName=target.resources.jobs_table,
+        Key=job_key(job_id),
+        ConsistentRead=True,
+        ProjectionExpression="#shard, #at",
+        ExpressionAttributeNames={"#shard": r.SWEEP_INDEX_PARTITION, "#at": r.SWEEP_INDEX_SORT},
+    ).get("Item")
+    values = deserialize(item) if item else {}
+    if r.SWEEP_INDEX_SORT not in values:
+        return None
+    return SweepEntry(
+        shard=str(values.get(r.SWEEP_INDEX_PARTITION, "")), at=from_iso(values[r.SWEEP_INDEX_SORT])
+    )
+
+
+def _address(target: Target, job_id: str, location: BlobLocation, sort: str, prefix: str) -> str:
+    if location == "s3":
+        return f"s3://{target.resources.payload_bucket}/{prefix}{job_id}.json"
+    return f"table {target.resources.jobs_table}, {r.PARTITION_KEY}={job_pk(job_id)} {r.SORT_KEY}={sort}"
+
+
+def _input(target: Target, job: JobRecord) -> Payload:
+    found = target.payloads.get_input(job.job_id, job.input_location)
+    address = _address(target, job.job_id, job.input_location, INPUT_SORT_VALUE, r.INPUT_PREFIX)
+    if found is None:
+        return Payload(job.input_location, address, present=False, text_bytes=None)
+    details = []
+    if found.labels is not None:
+        details.append(f"{len(found.labels)} labels")
+    if found.max_output_tokens is not None:
+        details.append(f"maxOutputTokens {found.max_output_tokens}")
+    return Payload(
+        job.input_location, address, present=True, text_bytes=len(found.text.encode()), details=tuple(details)
+    )
+
+
+def _result(target: Target, job: JobRecord) -> Payload | None:
+    if job.result_location is None:
+        return None
+    found = target.payloads.get_result(job.job_id, job.result_location)
+    address = _address(target, job.job_id, job.result_location, RESULT_SORT_VALUE, r.RESULT_PREFIX)
+    return Payload(
+        job.result_location,
+        address,
+        present=found is not None,
+        text_bytes=len(found.output.encode()) if found is not None else None,
+    )
+
+
+def inspection_document(inspection: Inspection) -> dict[str, Any]:
+    """The inspection as one JSON-ready document (`jobs inspect --json`)."""
+    job = inspection.job
+    return {
+        "jobId": job.job_id,
+        "status": job.status.value,
+        "operation": job.operation.value,
+        "tenant": job.tenant,
+        "owner": job.owner,
+        "model": job.model,
+        "promptVersion": job.prompt_version,
+        "createdAt": _iso(job.created_at),
+        "updatedAt": _iso(job.updated_at),
+        "expiresAt": _iso(job.expires_at),
+        "attempts": job.attempts,
+        "maxAttempts": job.max_attempts,
+        "redriveCount": job.redrive_count,
+        "dispatchAt": _iso(job.dispatch_at),
+        "cancelRequestedAt": _iso(job.cancel_requested_at),
+        "lease": (
+            {
+                "tokenPrefix": lease_prefix(job.lease_token),
+                "expiresAt": _iso(job.lease_expires_at),
+                "live": job.lease_expires_at is not None and job.lease_expires_at > inspection.now,
+            }
+            if job.lease_token or job.lease_expires_at
+            else None
+        ),
+        "error": {"code": job.error.code, "message": job.error.message} if job.error else None,
+        "usage": (
+            {"inputTokens": job.usage.input_tokens, "outputTokens": job.usage.output_tokens}
+            if job.usage
+            else None
+        ),
+        "sweep": (
+            {"shard": inspection.sweep.shard, "at": _iso(inspection.sweep.at)} if inspection.sweep else None
+        ),
+        "input": _payload_document(inspection.input),
+        "result": _payload_document(inspection.result) if inspection.result else None,
+        "messages": {
+            "dlq": (
+                [
+                    {
+                        "messageId": m.message_id,
+                        "source": m.source,
+                        "receiveCount": m.receive_count,
+                        "sentAt": _iso(m.sent_at),
+                    }
+                    for m in inspection.dlq_messages
+                ]
+                if inspection.dlq_messages is not None
+                else None
+            ),
+            "dlqDepth": _depth_document(inspection.dlq_depth),
+            "jobsQueueDepth": _depth_document(inspection.jobs_queue_depth),
+        },
+        "inspectedAt": _iso(inspection.now),
+    }
+
+
+def _payload_document(payload: Payload) -> dict[str, Any]:
+    return {
+        "location": payload.location,
+        "address": payload.address,
+        "present": payload.present,
+        "textBytes": payload.text_bytes,
+        "details": list(payload.details),
+    }
+
+
+def _depth_document(depth: QueueDepth) -> dict[str, int]:
+    return {"visible": depth.visible, "inFlight": depth.in_flight, "delayed": depth.delayed}
+
+
+def _iso(instant: datetime | None) -> str | None:
+    return to_iso(instant) if instant is not None else None

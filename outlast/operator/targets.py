@@ -1,0 +1,168 @@
+"""Which outlast an operator command acts on: a running local stack, or a deployed CloudFormation stack.
+
+`--local [--port P]` reads the local stack's state file (`.local/stack-<port>.json`); otherwise
+`--stack-name NAME` (default `outlast`) reads the stack's outputs with DescribeStacks, using the
+operator's own AWS credentials (`--profile`, `--region`, or the usual environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from infra.names import JOBS_DLQ, JOBS_QUEUE, JOBS_TABLE, OUTBOX, PAYLOAD_BUCKET, STORAGE, Output
+from outlast.commands.local import DEFAULT_PORT, local_client
+from outlast.local.stack import read_state
+from shared.adapters.dynamo_errors import error_code
+from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.adapters.sqs_queue import SqsJobQueue
+
+DEFAULT_STACK_NAME = "outlast"
+
+ClientFactory = Callable[[str], Any]
+
+
+class TargetError(Exception):
+    """The target cannot be resolved (no local stack, no such stack, an output missing)."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The physical names the operator commands need."""
+
+    jobs_table: str
+    jobs_queue_url: str
+    dlq_url: str
+    payload_bucket: str
+
+
+class Target:
+    """One outlast installation: its resources and clients for them (made on first use)."""
+
+    def __init__(
+        self, label: str, resources: Resources, clients: ClientFactory, receive_wait_seconds: int
+    ) -> None:
+        self.label = label
+        self.resources = resources
+        self._clients = clients
+        # AWS: a 1 s long poll, so an empty answer means an empty queue (a short poll samples only
+        # some SQS servers). moto serves one request at a time: never long-poll it.
+        self.receive_wait_seconds = receive_wait_seconds
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        """The DynamoDB client."""
+        return self._clients("dynamodb")
+
+    @cached_property
+    def sqs(self) -> Any:
+        """The SQS client."""
+        return self._clients("sqs")
+
+    @cached_property
+    def repository(self) -> DynamoJobRepository:
+        """The jobs table, through the functions' own adapter (the idempotency table is not needed)."""
+        return DynamoJobRepository(self.dynamodb, self.resources.jobs_table, idempotency_table="")
+
+    @cached_property
+    def payloads(self) -> DynamoS3PayloadStore:
+        """Inputs and results, through the functions' own adapter."""
+        return DynamoS3PayloadStore(
+            self.dynamodb,
+            lambda: self._clients("s3"),
+            self.resources.jobs_table,
+            self.resources.payload_bucket,
+        )
+
+    @cached_property
+    def jobs_queue(self) -> SqsJobQueue:
+        """The jobs queue (and its DLQ), through the functions' own adapter."""
+        return SqsJobQueue(self.sqs, self.resources.jobs_queue_url, self.resources.dlq_url)
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """--local/--port, or --stack-name/--region/--profile."""
+    group = parser.add_argument_group("target (default: the CloudFormation stack `outlast`)")
+    group.add_argument("--local", action="store_true", help="act on the running local stack")
+    group.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the local stack's port (default {DEFAULT_PORT})"
+    )
+    group.add_argument(
+        "--stack-name",
+        metavar="NAME",
+        help=f"the deployed CloudFormation stack (default {DEFAULT_STACK_NAME})",
+    )
+    group.add_argument("--region", help="AWS region (default: your AWS configuration)")
+    group.add_argument("--profile", help="AWS profile (default: your AWS configuration)")
+
+
+def resolve(arguments: argparse.Namespace) -> Target:
+    """The target the command line names."""
+    if arguments.local:
+        if arguments.stack_name or arguments.region or arguments.profile:
+            raise TargetError("--local acts on the local stack: drop --stack-name, --region and --profile")
+        return local_target(arguments.port)
+    name = arguments.stack_name or DEFAULT_STACK_NAME
+    return stack_target(name, region=arguments.region, profile=arguments.profile)
+
+
+def local_target(port: int) -> Target:
+    """The local stack on `port`, with moto's dummy credentials (never the operator's)."""
+    try:
+        state = read_state(port)
+    except FileNotFoundError as error:
+        raise TargetError(str(error)) from None
+    resources = Resources(
+        jobs_table=_by_logical_id(state["tables"], STORAGE + JOBS_TABLE),
+        jobs_queue_url=_by_logical_id(state["queues"], OUTBOX + JOBS_QUEUE),
+        dlq_url=_by_logical_id(state["queues"], OUTBOX + JOBS_DLQ),
+        payload_bucket=_by_logical_id(state["buckets"], STORAGE + PAYLOAD_BUCKET),
+    )
+    return Target(f"local stack on port {port}", resources, lambda service: local_client(service, state), 0)
+
+
+def _by_logical_id(names: Mapping[str, str], prefix: str) -> str:
+    # CDK logical ids are the construct path plus a hash: `OutboxJobsDlqF3C0B954`.
+    found = [name for logical_id, name in names.items() if logical_id.startswith(prefix)]
+    if len(found) != 1:
+        raise TargetError(f"the local stack's state has no single resource named {prefix}*")
+    return found[0]
+
+
+def stack_target(stack_name: str, *, region: str | None, profile: str | None) -> Target:
+    """A deployed stack, from its outputs, with the operator's AWS credentials."""
+    try:
+        session = boto3.Session(profile_name=profile, region_name=region)
+        outputs = _stack_outputs(session.client("cloudformation"), stack_name)
+    except ClientError as error:
+        if error_code(error) == "ValidationError":  # DescribeStacks' answer for a missing stack
+            raise TargetError(f"no CloudFormation stack named {stack_name!r} here") from None
+        raise
+    except BotoCoreError as error:  # no credentials, no region, unknown profile
+        raise TargetError(f"AWS is not configured: {error}") from None
+    missing = [key.value for key in _NEEDED if key.value not in outputs]
+    if missing:
+        raise TargetError(f"stack {stack_name!r} lacks the outputs {', '.join(missing)}: is it outlast?")
+    resources = Resources(
+        jobs_table=outputs[Output.JOBS_TABLE_NAME],
+        jobs_queue_url=outputs[Output.JOBS_QUEUE_URL],
+        dlq_url=outputs[Output.DLQ_URL],
+        payload_bucket=outputs[Output.PAYLOAD_BUCKET_NAME],
+    )
+    region_name = session.region_name or "default region"
+    return Target(f"stack {stack_name} ({region_name})", resources, session.client, 1)
+
+
+_NEEDED = (Output.JOBS_TABLE_NAME, Output.JOBS_QUEUE_URL, Output.DLQ_URL, Output.PAYLOAD_BUCKET_NAME)
+
+
+def _stack_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:
+    stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    return {str(o["OutputKey"]): str(o["OutputValue"]) for o in stacks[0].get("Outputs", [])}

@@ -36,6 +36,10 @@ check: lint test ## What CI runs: lint, then every test
 test-e2e: $(STAMP) ## End-to-end tests only (starts the local stack over real HTTP)
 	$(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
 
+.PHONY: demo
+demo: $(STAMP) ## Start the local system, run a handful of jobs (success, 429 retries, failure, cancel), stop
+	$(BIN)/python -m outlast.demo
+
 .PHONY: up
 up: $(STAMP) ## Run the whole system locally: prints `ready: http://127.0.0.1:8000`; Ctrl-C stops it
 	$(BIN)/outlast local up $(UP_ARGS)

@@ -331,7 +331,14 @@ def _redrive(arguments: argparse.Namespace) -> int:
         chosen = [j for j in joined if selection.selects(j, planned_at)]
         steps = p.plan(chosen, planned_at, options)
         missing = _not_found(selection, joined)
-        console.header(target, arguments, len(joined), steps, missing, hold.limit_reached)
+        console.header(
+            target,
+            arguments,
+            read=len(joined),
+            steps=steps,
+            missing=missing,
+            limit_reached=hold.limit_reached,
+        )
         if arguments.dry_run:
             console.plan(steps)
             console.finish(
@@ -404,6 +411,7 @@ class _Console:
         self,
         target: Target,
         arguments: argparse.Namespace,
+        *,
         read: int,
         steps: Sequence[p.Step],
         missing: Sequence[str],

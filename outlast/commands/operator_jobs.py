@@ -144,7 +144,8 @@ def _dlq(inspection: Inspection) -> str:
 
 def _dlq_messages(inspection: Inspection) -> list[str]:
     return [
-        f"{m.message_id}: {m.source}, received {m.receive_count} times, sent {duration(inspection.now - m.sent_at)} ago"
+        f"{m.message_id}: {m.source}, received {m.receive_count} times, "
+        f"sent {duration(inspection.now - m.sent_at)} ago"
         for m in inspection.dlq_messages or []
     ]
 

@@ -4,28 +4,28 @@ The plan is computed before anything changes, so `--dry-run` prints exactly what
 a real run then performs the plan step by step, each write conditional on the job as it was read
 (DESIGN.md, "Lifecycle": the operator redrive modelled on Step Functions' RedriveExecution).
 
-| job (as read)                               | action                 | what a run does                      |
-|---------------------------------------------|------------------------|--------------------------------------|
-| Succeeded                                   | drop-succeeded         | delete the message (no re-run)       |
-| Canceled                                    | drop-canceled          | delete the message (no re-run)       |
-| Failed, retries_exhausted (or any + force)  | redrive                | Failed -> Pending (redriveCount + 1, |
-|                                             |                        | attempts renewed), send, delete      |
-| Failed, another reason, no --force          | needs-force            | keep the message                     |
-| Running, lease expired (a dead worker)      | recover                | Running -> Pending under the lease,  |
-|                                             |                        | send, delete                         |
-| Pending, due, attempts left (stuck)         | redispatch             | dispatchAt = now, send, delete       |
-| Running (live lease), CancellationRequested,| skip                   | keep the message, say why            |
-| Pending backing off or out of attempts,     |                        |                                      |
-| unreadable job record                       |                        |                                      |
-| none: unparseable body, unknown or expired  | poison-purge-candidate | keep (listed)                        |
-|   job; with --purge-poison                  | purge-poison           | delete, never re-send                |
-| a second message for a job another message  | drop-duplicate         | delete once that redrive went        |
-|   of this run redrives                      |                        | through, else keep                   |
+| job, as read                             | action                 | a run then                         |
+|------------------------------------------|------------------------|------------------------------------|
+| Succeeded                                | drop-succeeded         | deletes the message, no re-run     |
+| Canceled                                 | drop-canceled          | deletes the message, no re-run     |
+| Failed, retries_exhausted (any + force)  | redrive                | Failed -> Pending (redriveCount+1, |
+|                                          |                        | attempts 0), sends, deletes        |
+| Failed, another reason, no --force       | needs-force            | keeps the message                  |
+| Running, lease expired (a dead worker)   | recover                | -> Pending under the lease, sends, |
+|                                          |                        | deletes                            |
+| Pending, due, attempts left (stuck)      | redispatch             | dispatchAt = now, sends, deletes   |
+| Running under a live lease, cancel       | skip                   | keeps the message, says why        |
+| requested, Pending backing off or out of |                        |                                    |
+| attempts, a record it cannot read        |                        |                                    |
+| none (bad body, unknown or expired job)  | poison-purge-candidate | keeps (listed)                     |
+|   ... with --purge-poison                | purge-poison           | deletes, never re-sends            |
+| another message of the run carries the   | drop-duplicate         | deletes once that one went through |
+|   same job's redrive                     |                        | (else keeps)                       |
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -199,23 +199,22 @@ def decide(joined: Joined, now: datetime, options: PlanOptions) -> tuple[Action,
         return Action.SKIP, f"the job record could not be read ({joined.unreadable}); repair it, then rerun"
     if job is None or job.is_expired(now):
         return _poison(joined.letter, job, options)
-    if job.status is JobStatus.SUCCEEDED:
-        return (
-            Action.DROP_SUCCEEDED,
-            "the job already Succeeded: the message is dropped, the job is not re-run",
-        )
-    if job.status is JobStatus.CANCELED:
-        return Action.DROP_CANCELED, "the job was Canceled: the message is dropped, the job is not re-run"
-    if job.status is JobStatus.FAILED:
-        return _failed(job, options)
-    if job.status is JobStatus.CANCELLATION_REQUESTED:
-        return Action.SKIP, (
-            "a cancel was requested: the lease holder or the sweeper ends the job as Canceled; "
-            "rerun then to drop this message"
-        )
-    if job.status is JobStatus.RUNNING:
-        return _running(job, now)
-    return _pending(job, now)
+    return _BY_STATUS[job.status](job, now, options)
+
+
+def _succeeded(_job: JobRecord, _now: datetime, _options: PlanOptions) -> tuple[Action, str]:
+    return Action.DROP_SUCCEEDED, "the job already Succeeded: the message is dropped, the job is not re-run"
+
+
+def _canceled(_job: JobRecord, _now: datetime, _options: PlanOptions) -> tuple[Action, str]:
+    return Action.DROP_CANCELED, "the job was Canceled: the message is dropped, the job is not re-run"
+
+
+def _cancel_requested(_job: JobRecord, _now: datetime, _options: PlanOptions) -> tuple[Action, str]:
+    return Action.SKIP, (
+        "a cancel was requested: the lease holder or the sweeper ends the job as Canceled; "
+        "rerun then to drop this message"
+    )
 
 
 def _poison(letter: DeadLetter, job: JobRecord | None, options: PlanOptions) -> tuple[Action, str]:
@@ -230,7 +229,7 @@ def _poison(letter: DeadLetter, job: JobRecord | None, options: PlanOptions) -> 
     return Action.POISON_PURGE_CANDIDATE, why + "; kept (purge with --purge-poison)"
 
 
-def _failed(job: JobRecord, options: PlanOptions) -> tuple[Action, str]:
+def _failed(job: JobRecord, _now: datetime, options: PlanOptions) -> tuple[Action, str]:
     code = job.error.code if job.error else "no error code"
     redrive = (
         f"Failed ({code}) -> Pending: redriveCount {job.redrive_count} -> {job.redrive_count + 1}, "
@@ -244,7 +243,7 @@ def _failed(job: JobRecord, options: PlanOptions) -> tuple[Action, str]:
     return Action.NEEDS_FORCE, f"Failed for {kind} ({code}): fix the cause, then redrive with --force"
 
 
-def _running(job: JobRecord, now: datetime) -> tuple[Action, str]:
+def _running(job: JobRecord, now: datetime, _options: PlanOptions) -> tuple[Action, str]:
     if job.lease_expires_at is not None and job.lease_expires_at > now:
         return Action.SKIP, (
             f"Running: a worker holds the lease until {_at(job.lease_expires_at)}; "
@@ -253,13 +252,14 @@ def _running(job: JobRecord, now: datetime) -> tuple[Action, str]:
     expired = _at(job.lease_expires_at) if job.lease_expires_at else "(no lease)"
     why = f"stuck Running, lease expired at {expired} (its worker died) -> Pending under that lease"
     if job.attempts >= job.max_attempts:
-        why += f": out of attempts, so redriveCount {job.redrive_count} -> {job.redrive_count + 1}, attempts -> 0"
+        redrives = f"redriveCount {job.redrive_count} -> {job.redrive_count + 1}"
+        why += f": out of attempts, so {redrives}, attempts -> 0"
     else:
         why += f", attempts stay {job.attempts}/{job.max_attempts}"
     return Action.RECOVER, why + ", dispatched now"
 
 
-def _pending(job: JobRecord, now: datetime) -> tuple[Action, str]:
+def _pending(job: JobRecord, now: datetime, _options: PlanOptions) -> tuple[Action, str]:
     if job.attempts >= job.max_attempts:
         return Action.SKIP, (
             "Pending with no attempts left: the sweeper fails it (retries_exhausted) on its next pass; "
@@ -274,6 +274,16 @@ def _pending(job: JobRecord, now: datetime) -> tuple[Action, str]:
         f"stuck Pending since {_at(job.dispatch_at)}: dispatched again now "
         f"(attempts stay {job.attempts}/{job.max_attempts})"
     )
+
+
+_BY_STATUS: dict[JobStatus, Callable[[JobRecord, datetime, PlanOptions], tuple[Action, str]]] = {
+    JobStatus.SUCCEEDED: _succeeded,
+    JobStatus.CANCELED: _canceled,
+    JobStatus.FAILED: _failed,
+    JobStatus.CANCELLATION_REQUESTED: _cancel_requested,
+    JobStatus.RUNNING: _running,
+    JobStatus.PENDING: _pending,
+}
 
 
 def plan(joined: Sequence[Joined], now: datetime, options: PlanOptions) -> list[Step]:
@@ -308,9 +318,10 @@ def _warnings(item: Joined, action: Action, now: datetime) -> tuple[str, ...]:
     job = item.job
     if action is not Action.REDRIVE or job is None or job.updated_at + INPUT_RETENTION > now:
         return ()
+    hours = INPUT_RETENTION.total_seconds() / 3600
     return (
-        f"the job ended at {_at(job.updated_at)}, more than {INPUT_RETENTION.total_seconds() / 3600:.0f} h ago: "
-        "its input may be gone, and the re-run would then fail with input_missing",
+        f"the job ended at {_at(job.updated_at)}, more than {hours:.0f} h ago: its input may be gone, "
+        "and the re-run would then fail with input_missing",
     )
 
 

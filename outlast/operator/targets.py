@@ -156,8 +156,11 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         dlq_url=outputs[Output.DLQ_URL],
         payload_bucket=outputs[Output.PAYLOAD_BUCKET_NAME],
     )
-    region_name = session.region_name or "default region"
-    return Target(f"stack {stack_name} ({region_name})", resources, session.client, 1)
+
+    def clients(service: str) -> Any:
+        return session.client(service)  # type: ignore[call-overload]
+
+    return Target(f"stack {stack_name} ({session.region_name})", resources, clients, 1)
 
 
 _NEEDED = (Output.JOBS_TABLE_NAME, Output.JOBS_QUEUE_URL, Output.DLQ_URL, Output.PAYLOAD_BUCKET_NAME)

@@ -1,0 +1,149 @@
+"""`make demo`: start the local stack, run a handful of jobs through the HTTP API, show them, stop.
+
+Each job shows one promise: a success per operation, one that succeeds after two 429s from the
+provider, one that fails for a terminal reason (with a safe error code), and one canceled
+while it runs. Everything goes through the same handlers and HTTP API as in AWS.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+
+from outlast.client import OutlastClient, SubmitRequest
+from outlast.commands.local import issue_token
+from outlast.local.stack import LocalOptions, LocalStack
+
+TERMINAL = {"Succeeded", "Failed", "Canceled"}
+POLL_TIMEOUT_SECONDS = 180
+
+
+@dataclass(frozen=True)
+class DemoJob:
+    """One job of the demo and what it shows."""
+
+    title: str
+    request: SubmitRequest
+    cancel_when_running: bool = False
+
+
+JOBS = (
+    DemoJob(
+        "summarize",
+        {
+            "operation": "summarize",
+            "input": {
+                "text": "Outlast runs LLM work that must outlive the HTTP request. The client gets a "
+                "status URL at once. Retries and crashes are part of the contract."
+            },
+        },
+    ),
+    DemoJob(
+        "analyze",
+        {
+            "operation": "analyze",
+            "input": {"text": "Quarterly revenue grew while costs stayed flat. Margins rose."},
+        },
+    ),
+    DemoJob(
+        "classify",
+        {
+            "operation": "classify",
+            "input": {"text": "My invoice was charged twice and I need a refund for the billing error."},
+            "options": {"labels": ["billing", "shipping", "technical"]},
+        },
+    ),
+    DemoJob(
+        "retried after two 429s",
+        {
+            "operation": "summarize",
+            "input": {"text": "The provider is busy at first. [[fault:rate_limit*2]]"},
+        },
+    ),
+    DemoJob(
+        "terminal failure",
+        {
+            "operation": "summarize",
+            "input": {"text": "Content the provider refuses. [[fault:content_policy]]"},
+        },
+    ),
+    DemoJob(
+        "canceled while running",
+        {"operation": "analyze", "input": {"text": "A long analysis that the user stops. [[delay:8]]"}},
+        cancel_when_running=True,
+    ),
+)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)  # noqa: T201 - the demo's output is the point
+
+
+def run(client: OutlastClient) -> int:
+    """Submit every demo job, follow them to a terminal state, print what happened."""
+    ids: dict[str, DemoJob] = {}
+    for job in JOBS:
+        answer = client.submit(job.request, idempotency_key=str(uuid.uuid4()))
+        ids[answer.document["jobId"]] = job
+        _say(f"submitted  {job.title:<24} -> {answer.status} {answer.location}")
+    _say("")
+    seen: dict[str, str] = {}
+    canceled: set[str] = set()
+    deadline = time.monotonic() + POLL_TIMEOUT_SECONDS
+    pause = 1
+    while any(seen.get(job_id) not in TERMINAL for job_id in ids) and time.monotonic() < deadline:
+        for job_id, job in ids.items():
+            if seen.get(job_id) in TERMINAL:
+                continue
+            answer = client.get_job(job_id)
+            document = answer.document
+            pause = max(1, min(pause, answer.retry_after or pause))
+            if document["status"] != seen.get(job_id):
+                seen[job_id] = document["status"]
+                _say(f"{job.title:<24} {document['status']:<22} attempts={document['attempts']}")
+            if job.cancel_when_running and document["status"] == "Running" and job_id not in canceled:
+                cancel = client.cancel(job_id)
+                canceled.add(job_id)
+                _say(f"{job.title:<24} cancel -> {cancel.status} {cancel.document['status']}")
+        time.sleep(pause)  # the server's Retry-After (2 s by default)
+    _say("")
+    return _report(client, ids)
+
+
+def _report(client: OutlastClient, ids: dict[str, DemoJob]) -> int:
+    unfinished = 0
+    for job_id, job in ids.items():
+        document = client.get_job(job_id).document
+        status = document["status"]
+        if status not in TERMINAL:
+            unfinished += 1
+        line = f"{job.title:<24} {status:<10} attempts={document['attempts']}"
+        if document["error"]:
+            line += f"  error={document['error']['code']}"
+        if status == "Succeeded":
+            result = client.get_result(job_id).document
+            line += f"  output={result['output'][:70]!r}"
+        _say(line)
+    return 1 if unfinished else 0
+
+
+def main() -> int:
+    """Start, run, stop; the exit code is 0 when every job reached a terminal state."""
+    options = LocalOptions(port=8000, log=lambda line: print(line, file=sys.stderr, flush=True))  # noqa: T201
+    stack = LocalStack(options)
+    try:
+        stack.start()
+        state = stack.describe()
+        _say(f"ready: {state['apiUrl']}\n")
+        client = OutlastClient(state["apiUrl"], issue_token(state, "demo-user", "demo-tenant"))
+        return run(client)
+    finally:
+        _say("\nstopping the local stack...")
+        stack.stop()
+        _say("stopped.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,7 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -63,6 +63,7 @@ class _Run:
     job: JobRecord
     lease: Lease
     usage: Usage | None = None
+    last_heartbeat: float = field(default_factory=time.monotonic)  # the claim counts as one
 
 
 class JobWorker:
@@ -168,8 +169,14 @@ class JobWorker:
 
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
+        # Built off the event loop: the first build reads the secret and creates a client, which
+        # would otherwise stall every other job's heartbeats in this batch.
+        provider = await self._io(self._deps.provider)
+        if time.monotonic() - run.last_heartbeat >= self._settings.heartbeat_seconds:
+            # Slow to get here (a cold start): look for a cancel before spending a model call.
+            await self._heartbeat(run)
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(self._deps.executor, self._deps.provider().complete, request)
+        call = loop.run_in_executor(self._deps.executor, provider.complete, request)
         while True:
             budget = self._deadline - time.monotonic()
             done, _ = await asyncio.wait(
@@ -191,6 +198,7 @@ class JobWorker:
             run.job = await self._io(self._deps.repository.heartbeat, run.job.job_id, lease)
         except TransitionConflictError as conflict:
             raise _LeaseLost from conflict
+        run.last_heartbeat = time.monotonic()
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             raise _CancelObserved
 

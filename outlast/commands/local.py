@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
-from outlast.local.stack import LocalOptions, LocalStack, read_state
+from outlast.chaos.spec import ChaosSpec
+from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack, read_state
 
 if TYPE_CHECKING:
     from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
@@ -46,6 +47,11 @@ def register(commands: Any) -> None:
         "--schedule-seconds", type=float, help="run scheduled functions this often (default: their rate)"
     )
     up.add_argument("--verbose", "-v", action="store_true", help="print function logs")
+    up.add_argument(
+        "--chaos",
+        metavar="SPEC",
+        help="inject process faults (local only): a JSON object or file, see docs/chaos.md",
+    )
     up.set_defaults(run=_up)
 
     token = group.add_parser("token", help="print an ID token for a local user (created if missing)")
@@ -66,6 +72,13 @@ def _up(arguments: argparse.Namespace) -> int:
     )
     if arguments.cdk_out is not None:
         options.cdk_out = arguments.cdk_out
+    if arguments.chaos is not None:
+        try:
+            spec = ChaosSpec.load(arguments.chaos, STATE_DIR / "chaos" / str(arguments.port))
+        except (OSError, ValueError) as error:
+            print(f"--chaos: {error}", file=sys.stderr)
+            return 2
+        options.chaos = spec.prepare()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -89,11 +89,6 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         ("input", _payload(inspection.input)),
         ("result", _payload(inspection.result) if inspection.result else "none"),
         ("DLQ", _dlq(inspection)),
-        (
-            "jobs queue",
-            f"{_depth(inspection.jobs_queue_depth)}; its messages may be among them (SQS cannot be searched "
-            "without receiving, which would take them from the worker)",
-        ),
     ]
     lines = [f"job {job.job_id} on the {label}, as of {instant(at)}"]
     lines += [f"  {name:<11} {value}" for name, value in rows]
@@ -102,6 +97,10 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         lines.append(
             f"  {'':<11} (reading the DLQ raised every DLQ message's ApproximateReceiveCount by one)"
         )
+    lines.append(
+        f"  {'jobs queue':<11} {_depth(inspection.jobs_queue_depth)}; its messages may be among them "
+        "(SQS cannot be searched without receiving, which would take them from the worker)"
+    )
     return lines
 
 

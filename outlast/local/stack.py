@@ -27,6 +27,7 @@ from typing import Any
 
 import boto3
 
+from outlast.chaos.spec import ENV_HANDLER, ENV_SPEC, SHIM_HANDLER, ChaosSpec
 from outlast.local import event_sources
 from outlast.local.event_sources import SqsSource, StreamSource
 from outlast.local.http_front import ApiConfig, ApiFront, Cors, Route, TokenBucket
@@ -60,6 +61,7 @@ class LocalOptions:
     schedule_seconds: float | None = None  # run scheduled functions this often instead of their rate
     reap_seconds: float = 5.0
     verbose: bool = False
+    chaos: ChaosSpec | None = None  # run every function under the fault-injection shim (chaos_shim)
     log: Callable[[str], None] = print
 
 
@@ -212,10 +214,15 @@ class LocalStack:
         properties = self.resolver.resolve(resource.properties)
         variables = {k: str(v) for k, v in properties.get("Environment", {}).get("Variables", {}).items()}
         environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **self.options.environment}
+        handler = str(properties["Handler"])
+        if self.options.chaos is not None:
+            # Local mode only: the shim imports the real handler and injects faults around it.
+            environment |= {ENV_HANDLER: handler, ENV_SPEC: self.options.chaos.to_json()}
+            handler = SHIM_HANDLER
         return FunctionSpec(
             logical_id=resource.logical_id,
             name=str(self.resolver.ref(resource.logical_id)),
-            handler=str(properties["Handler"]),
+            handler=handler,
             code_dir=self.template.asset_path(resource),
             environment=environment,
             timeout_seconds=float(properties.get("Timeout", 3)),
@@ -480,6 +487,7 @@ class LocalStack:
             "secrets": self.resources.secrets,
             "functions": {pool.spec.logical_id: pool.spec.name for pool in self.pools.values()},
             "scheduled": [self.pools[arn].spec.logical_id for arn in self.scheduled],
+            "chaos": self.options.chaos.to_dict() if self.options.chaos is not None else None,
         }
 
     def _write_state(self) -> None:

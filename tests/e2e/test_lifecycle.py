@@ -78,7 +78,9 @@ def _terminal(stack: RunningStack, job: Submitted) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["summarize", "analyze", "classify"])
-def test_each_operation_succeeds_with_one_model_call(stack: RunningStack, jobs: dict[str, Submitted], name: str) -> None:
+def test_each_operation_succeeds_with_one_model_call(
+    stack: RunningStack, jobs: dict[str, Submitted], name: str
+) -> None:
     job = jobs[name]
     document = _terminal(stack, job)
     assert document["status"] == "Succeeded"
@@ -93,7 +95,9 @@ def test_each_operation_succeeds_with_one_model_call(stack: RunningStack, jobs: 
     assert len(stack.model_calls(job.request_hash, at_least=1)) == 1
 
 
-def test_classify_answers_with_one_of_the_callers_labels(stack: RunningStack, jobs: dict[str, Submitted]) -> None:
+def test_classify_answers_with_one_of_the_callers_labels(
+    stack: RunningStack, jobs: dict[str, Submitted]
+) -> None:
     job = jobs["classify"]
     _terminal(stack, job)
     output = stack.call("GET", f"/v1/jobs/{job.job_id}/result", token=job.token).body["output"]
@@ -101,7 +105,9 @@ def test_classify_answers_with_one_of_the_callers_labels(stack: RunningStack, jo
     assert output == "shipping"  # the label the text names
 
 
-def test_two_rate_limits_then_success_takes_three_attempts(stack: RunningStack, jobs: dict[str, Submitted]) -> None:
+def test_two_rate_limits_then_success_takes_three_attempts(
+    stack: RunningStack, jobs: dict[str, Submitted]
+) -> None:
     job = jobs["rate_limit_twice"]
     document = _terminal(stack, job)
     assert document["status"] == "Succeeded"
@@ -120,7 +126,9 @@ def test_rate_limits_beyond_max_attempts_fail_with_retries_exhausted(
     assert document["attempts"] == 3  # maxAttempts, the default
     assert document["usage"] is None  # no call reported any
     assert len(stack.model_calls(job.request_hash, at_least=3)) == 3
-    assert_problem(stack.call("GET", f"/v1/jobs/{job.job_id}/result", token=job.token), 409, "job_not_succeeded")
+    assert_problem(
+        stack.call("GET", f"/v1/jobs/{job.job_id}/result", token=job.token), 409, "job_not_succeeded"
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,7 +146,9 @@ def test_a_terminal_provider_error_fails_the_job_at_once(
     assert len(stack.model_calls(job.request_hash, at_least=1)) == 1
 
 
-def test_no_status_document_shows_provider_error_text(stack: RunningStack, jobs: dict[str, Submitted]) -> None:
+def test_no_status_document_shows_provider_error_text(
+    stack: RunningStack, jobs: dict[str, Submitted]
+) -> None:
     """assert_status_document already refuses the local model's error payloads; read every job
     once more through the list too, which serializes documents on its own path."""
     token = next(iter(jobs.values())).token

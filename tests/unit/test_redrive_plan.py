@@ -45,13 +45,13 @@ def job(status: JobStatus = JobStatus.PENDING, **changes: Any) -> JobRecord:
 
 
 def failed(code: str, **changes: Any) -> JobRecord:
-    return job(JobStatus.FAILED, attempts=3, error=JobError(code=code, message=ERROR_MESSAGES[code]), **changes)
+    return job(
+        JobStatus.FAILED, attempts=3, error=JobError(code=code, message=ERROR_MESSAGES[code]), **changes
+    )
 
 
 def running(lease_expires_at: datetime, attempts: int = 1) -> JobRecord:
-    return job(
-        JobStatus.RUNNING, attempts=attempts, lease_token="a" * 32, lease_expires_at=lease_expires_at
-    )
+    return job(JobStatus.RUNNING, attempts=attempts, lease_token="a" * 32, lease_expires_at=lease_expires_at)
 
 
 _sequence = iter(range(1_000_000))
@@ -95,11 +95,14 @@ def action_of(about: JobRecord | None, options: PlanOptions = DEFAULTS) -> Actio
 def test_a_succeeded_or_canceled_job_is_never_re_run_its_message_is_dropped() -> None:
     assert action_of(job(JobStatus.SUCCEEDED)) is Action.DROP_SUCCEEDED
     assert action_of(job(JobStatus.CANCELED)) is Action.DROP_CANCELED
-    assert action_of(job(JobStatus.SUCCEEDED), PlanOptions(force=True, purge_poison=True)) is Action.DROP_SUCCEEDED
+    assert (
+        action_of(job(JobStatus.SUCCEEDED), PlanOptions(force=True, purge_poison=True))
+        is Action.DROP_SUCCEEDED
+    )
 
 
 def test_a_job_that_ran_out_of_attempts_is_redriven_without_force() -> None:
-    assert REDRIVABLE_ERROR_CODES == {"retries_exhausted"}
+    assert {"retries_exhausted"} == REDRIVABLE_ERROR_CODES
     assert action_of(failed("retries_exhausted")) is Action.REDRIVE
 
 
@@ -245,8 +248,10 @@ def test_steps_that_make_no_write_refuse_to_build_one() -> None:
 
 
 def test_every_action_either_dispatches_drops_or_keeps() -> None:
-    assert DISPATCHING | DROPPING | KEEPING == set(Action)
-    assert not (DISPATCHING & DROPPING or DISPATCHING & KEEPING or DROPPING & KEEPING)
+    assert set(Action) == DISPATCHING | DROPPING | KEEPING
+    assert not DISPATCHING & DROPPING
+    assert not DISPATCHING & KEEPING
+    assert not DROPPING & KEEPING
 
 
 def test_the_oldest_message_of_a_job_carries_its_redrive_and_the_others_ride_on_it() -> None:
@@ -330,5 +335,10 @@ def test_a_dlq_message_is_read_with_its_job_reason_count_and_age() -> None:
 
 
 def test_the_error_codes_are_the_workers_error_codes() -> None:
-    assert JOB_ERROR_CODES == set(ERROR_MESSAGES)
-    assert TERMINAL_ERROR_CODES == {"content_policy", "context_length_exceeded", "invalid_input", "provider_auth"}
+    assert set(ERROR_MESSAGES) == JOB_ERROR_CODES
+    assert {
+        "content_policy",
+        "context_length_exceeded",
+        "invalid_input",
+        "provider_auth",
+    } == TERMINAL_ERROR_CODES

@@ -1,0 +1,243 @@
+"""Process-level fault injection for local mode only (`outlast local up --chaos SPEC`).
+
+With chaos on, local mode starts every function process with this module's `lambda_handler`
+instead of the template's handler string, and passes the real handler string and the spec in
+the environment (`OUTLAST_CHAOS_HANDLER`, `OUTLAST_CHAOS_SPEC`). On its first event the shim
+imports the real handler, wraps a few adapter and use-case methods of that function in this
+process only, then delegates every event to the real handler. Production code carries no hook:
+what runs is the deployed code, with faults added around it from the outside.
+
+| fault                           | where                                         | what happens                     |
+|---------------------------------|-----------------------------------------------|----------------------------------|
+| `submit_death_after_claim`      | after `DynamoJobRepository.claim_idempotency_key` wins | the process exits (137) |
+| `submit_death_after_input`      | after `DynamoS3PayloadStore.put_input`, same invocation won the claim | exits   |
+| `relay_failure`                 | `SqsJobQueue.send_batch`, the job's first send | that entry reported failed      |
+| `relay_outage`                  | `SqsJobQueue.send_batch`, every send           | that entry reported failed      |
+| `worker_death_after_claim`      | after `JobWorker._claim` returns a run         | exits, the whole batch with it   |
+| `worker_death_after_model_call` | after `JobWorker._call_under_lease` returns    | exits, the whole batch with it   |
+
+An exit makes the local runtime report a failed invocation, as Lambda does when a runtime
+dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on the queue.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from outlast.chaos.spec import (
+    DEATH_EXIT_CODE,
+    ENV_HANDLER,
+    ENV_SPEC,
+    ChaosSpec,
+    ChaosState,
+    ProcessFault,
+    seeded_fraction,
+    tagged_fault,
+)
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+class Injector:
+    """Decides, records and injects the faults of one function process."""
+
+    def __init__(self, spec: ChaosSpec, function: str) -> None:
+        self.spec = spec
+        self.state = ChaosState(spec)
+        self.function = function
+        self._lock = threading.Lock()
+        self._injected = 0
+        # One event at a time per process (as in Lambda): what the current event is about.
+        self.submit_tag: ProcessFault | None = None
+        self.claim_won_for: str | None = None
+        self.batch: list[str] = []
+
+    def begin(self, event: dict[str, Any]) -> None:
+        """Note what the faults of this event need to know before any method runs."""
+        self.submit_tag, self.claim_won_for = _submit_tag(event), None
+        self.batch = _batch_job_ids(event)
+
+    def wanted(self, fault: ProcessFault, job_id: str, tagged: ProcessFault | None = None) -> bool:
+        """True when `fault` fires now for `job_id`; the firing is recorded before it happens."""
+        tagged = tagged or self.state.fault_of(job_id)
+        if tagged is not None:
+            hit = self.spec.tags and tagged is fault  # a tagged job gets its own fault, nothing else
+        else:
+            hit = seeded_fraction(self.spec.seed, fault.value, job_id) < self.spec.rates.get(fault, 0.0)
+        if not hit:
+            return False
+        with self._lock:
+            if self.spec.budget is not None and self._injected >= self.spec.budget:
+                return False
+            if fault.once and not self.state.first_time(fault, job_id):
+                return False
+            self._injected += 1
+        self.state.record(fault, job_id, self.function, self.batch)
+        return True
+
+    def die_if(self, fault: ProcessFault, job_id: str, tagged: ProcessFault | None = None) -> None:
+        """Exit the process at once, as a crash would: no cleanup, no answer, no flush."""
+        if self.wanted(fault, job_id, tagged):
+            os._exit(DEATH_EXIT_CODE)
+
+
+def _submit_tag(event: dict[str, Any]) -> ProcessFault | None:
+    body = event.get("body")
+    if not isinstance(body, str) or "routeKey" not in event:
+        return None
+    try:
+        raw = base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
+        document = json.loads(raw)
+        text = document["input"]["text"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return tagged_fault(text) if isinstance(text, str) else None
+
+
+def _batch_job_ids(event: dict[str, Any]) -> list[str]:
+    found = []
+    for record in event.get("Records") or []:
+        if not isinstance(record, dict) or record.get("eventSource") != "aws:sqs":
+            continue
+        try:
+            job_id = json.loads(record.get("body", ""))["jobId"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if isinstance(job_id, str):
+            found.append(job_id)
+    return found
+
+
+# --- the wrappers, per function --------------------------------------------------------------
+
+
+def _wrap(owner: type, name: str, make: Callable[[Any], Any]) -> None:
+    setattr(owner, name, make(getattr(owner, name)))
+
+
+def _patch_submit(injector: Injector) -> None:
+    from shared.adapters.dynamodb_jobs import DynamoJobRepository  # noqa: PLC0415 - the function's own code
+    from shared.adapters.payloads import DynamoS3PayloadStore  # noqa: PLC0415
+
+    def claim(original: Any) -> Any:
+        def claim_idempotency_key(self: Any, record: Any, now: Any) -> Any:
+            existing = original(self, record, now)
+            job_id = str((existing or record).job_id)
+            if injector.submit_tag is not None:
+                injector.state.remember(job_id, injector.submit_tag)
+            if existing is None:
+                injector.claim_won_for = job_id
+                injector.die_if(ProcessFault.SUBMIT_DEATH_AFTER_CLAIM, job_id, injector.submit_tag)
+            return existing
+
+        return claim_idempotency_key
+
+    def put(original: Any) -> Any:
+        def put_input(self: Any, job_input: Any, location: Any, expires_at: Any) -> None:
+            original(self, job_input, location, expires_at)
+            job_id = str(job_input.job_id)
+            # Only the first submit dies here: the retry that completes it must get through.
+            if injector.claim_won_for == job_id:
+                injector.die_if(ProcessFault.SUBMIT_DEATH_AFTER_INPUT, job_id, tagged_fault(job_input.text))
+
+        return put_input
+
+    _wrap(DynamoJobRepository, "claim_idempotency_key", claim)
+    _wrap(DynamoS3PayloadStore, "put_input", put)
+
+
+def _patch_relay(injector: Injector) -> None:
+    from shared.adapters.sqs_queue import SqsJobQueue  # noqa: PLC0415 - the function's own code
+
+    kinds = (ProcessFault.RELAY_FAILURE, ProcessFault.RELAY_OUTAGE)
+
+    def send(original: Any) -> Any:
+        def send_batch(self: Any, messages: list[Any]) -> list[Any]:
+            # SendMessageBatch's partial failure: these entries come back in `Failed`, the rest go.
+            doomed = [m for m in messages if any(injector.wanted(k, str(m.job_id)) for k in kinds)]
+            failed: list[Any] = original(self, [m for m in messages if m not in doomed])
+            return [*doomed, *failed]
+
+        return send_batch
+
+    _wrap(SqsJobQueue, "send_batch", send)
+
+
+def _patch_worker(injector: Injector) -> None:
+    from functions.worker.service import JobWorker  # noqa: PLC0415 - the function's own code
+
+    def claim(original: Any) -> Any:
+        async def _claim(self: Any, job: Any, receipt_handle: str) -> Any:
+            run = await original(self, job, receipt_handle)
+            if run is not None:
+                injector.die_if(ProcessFault.WORKER_DEATH_AFTER_CLAIM, str(run.job.job_id))
+            return run
+
+        return _claim
+
+    def call(original: Any) -> Any:
+        async def _call_under_lease(self: Any, run: Any, request: Any) -> Any:
+            completion = await original(self, run, request)
+            injector.die_if(ProcessFault.WORKER_DEATH_AFTER_MODEL_CALL, str(run.job.job_id))
+            return completion
+
+        return _call_under_lease
+
+    _wrap(JobWorker, "_claim", claim)
+    _wrap(JobWorker, "_call_under_lease", call)
+
+
+_PATCHES: dict[str, Callable[[Injector], None]] = {
+    "functions.submit.": _patch_submit,
+    "functions.relay.": _patch_relay,
+    "functions.worker.": _patch_worker,
+}
+
+
+# --- the entry point -------------------------------------------------------------------------
+
+
+class _Shim:
+    def __init__(self, handler: Handler, injector: Injector) -> None:
+        self.handler = handler
+        self.injector = injector
+
+    def __call__(self, event: Any, context: Any) -> Any:
+        if isinstance(event, dict):
+            self.injector.begin(event)
+        return self.handler(event, context)
+
+
+def load(handler_string: str, spec: ChaosSpec) -> _Shim:
+    """Import the real handler, wrap this function's methods, return the delegating handler."""
+    module_name, _, attribute = handler_string.rpartition(".")
+    handler: Handler = getattr(importlib.import_module(module_name), attribute)
+    function = module_name.split(".")[1] if module_name.startswith("functions.") else module_name
+    injector = Injector(spec, function)
+    for prefix, patch in _PATCHES.items():
+        if module_name.startswith(prefix):
+            patch(injector)
+    return _Shim(handler, injector)
+
+
+_loaded: list[_Shim] = []
+_loading = threading.Lock()
+
+
+def _shim(environment: Iterable[tuple[str, str]]) -> _Shim:
+    with _loading:
+        if not _loaded:
+            variables = dict(environment)
+            _loaded.append(load(variables[ENV_HANDLER], ChaosSpec.load(variables[ENV_SPEC])))
+        return _loaded[0]
+
+
+def lambda_handler(event: Any, context: Any) -> Any:
+    """The handler local mode runs under chaos: the real one, with faults around it."""
+    return _shim(os.environ.items())(event, context)

@@ -1,0 +1,171 @@
+"""`outlast jobs inspect` and target resolution (`--stack-name`, `--local`) against moto."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+
+import outlast.local.stack
+from shared.job import JobInput
+from shared.lifecycle import JobStatus
+from tests.integration.test_operator_dlq import World, build_cli, create_world
+from tests.support import jobs
+from tests.support.aws import REGION
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.support.aws import TestResources
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def world(moto_endpoint: str, resources: TestResources, capsys: pytest.CaptureFixture[str]) -> World:
+    return create_world(moto_endpoint, resources, capsys)
+
+
+def test_inspect_shows_the_internal_record_but_only_a_lease_prefix_and_no_text(world: World) -> None:
+    # Given a Running job with two of its messages on the DLQ
+    job = world.running()
+    assert job.lease_token is not None
+    messages = {world.to_dlq(job), world.to_dlq(job)}
+    world.to_dlq(world.failed())
+
+    # When on-call inspects it
+    run = world.cli("jobs", "inspect", job.job_id, "--json")
+
+    # Then the document holds the internals and where its messages are
+    assert run.code == 0
+    document = run.document
+    assert (document["status"], document["attempts"], document["maxAttempts"]) == ("Running", 1, 3)
+    assert (document["tenant"], document["owner"], document["redriveCount"]) == (job.tenant, job.owner, 0)
+    assert document["lease"]["tokenPrefix"] == job.lease_token[:8] + "..."
+    assert document["lease"]["live"] is True
+    assert document["sweep"]["at"] is not None
+    assert {m["messageId"] for m in document["messages"]["dlq"]} == messages
+    assert document["messages"]["dlqDepth"] == {"visible": 3, "inFlight": 0, "delayed": 0}
+    assert document["input"] == {
+        "location": "item",
+        "address": f"table {world.resources.jobs_table}, pk=JOB#{job.job_id} sk=INPUT",
+        "present": True,
+        "textBytes": len(b"secret input text"),
+        "details": [],
+    }
+    # ... and never the whole lease token, nor the input text
+    assert job.lease_token not in run.out
+    assert "secret" not in run.out
+
+
+def test_inspect_prints_the_record_for_people(world: World) -> None:
+    job = world.succeeded()
+    world.to_dlq(job)
+
+    run = world.cli("jobs", "inspect", job.job_id)
+
+    assert run.code == 0
+    lines = run.out.splitlines()
+    assert lines[0].startswith(f"job {job.job_id} on the stack ")
+    fields = {line.split()[0]: line for line in lines[1:] if line.startswith("  ") and line.split()}
+    assert "Succeeded" in fields["status"]
+    assert "18 bytes of text" in fields["result"]
+    assert "not watched" in fields["sweeper"]
+    assert "1 of them for this job" in fields["DLQ"]
+    assert "ApproximateReceiveCount" in run.out
+    assert "secret" not in run.out
+
+
+def test_inspect_finds_large_payloads_in_s3_and_says_when_they_are_gone(world: World) -> None:
+    # Given a job whose input went to S3, and one whose input item is gone
+    large = jobs.create(world.repository, jobs.new_job(input_location="s3"))
+    world.payloads.put_input(
+        JobInput(job_id=large.job_id, text="x" * 9000, labels=("a", "b")), "s3", large.expires_at
+    )
+    gone = jobs.create(world.repository, jobs.new_job())
+
+    big = world.cli("jobs", "inspect", large.job_id, "--json", "--no-dlq").document
+    missing = world.cli("jobs", "inspect", gone.job_id, "--json", "--no-dlq").document
+
+    assert big["input"]["address"] == f"s3://{world.resources.bucket}/inputs/{large.job_id}.json"
+    assert (big["input"]["textBytes"], big["input"]["details"]) == (9000, ["2 labels"])
+    assert big["messages"]["dlq"] is None
+    assert (missing["input"]["present"], missing["input"]["textBytes"]) == (False, None)
+
+
+def test_inspect_of_an_unknown_job_exits_1_and_a_bad_id_exits_2(world: World) -> None:
+    unknown = world.cli("jobs", "inspect", jobs.new_job().job_id)
+    assert unknown.code == 1
+    assert "no job" in unknown.out
+    assert world.cli("jobs", "inspect", "nope").code == 2
+
+
+# --- targets -----------------------------------------------------------------------------------
+
+
+def test_a_missing_stack_or_one_without_outlast_outputs_is_a_clear_error(
+    world: World, moto_endpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = build_cli(capsys, ["--stack-name", "no-such-stack"])("dlq", "list")
+    assert missing.code == 2
+    assert "no CloudFormation stack named 'no-such-stack'" in missing.err
+
+    other = f"{world.stack_name}-other"
+    boto3.client("cloudformation", endpoint_url=moto_endpoint, region_name=REGION).create_stack(
+        StackName=other,
+        TemplateBody=json.dumps(
+            {"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": other}}}}
+        ),
+    )
+    not_outlast = build_cli(capsys, ["--stack-name", other])("dlq", "list")
+    assert not_outlast.code == 2
+    assert "lacks the outputs JobsTableName, JobsQueueUrl, DlqUrl, PayloadBucketName" in not_outlast.err
+
+
+def test_local_target_reads_the_local_stacks_state_file(
+    world: World,
+    moto_endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a local stack's state file naming this test's resources by their logical ids
+    monkeypatch.setattr(outlast.local.stack, "STATE_DIR", tmp_path)
+    state: dict[str, Any] = {
+        "awsEndpoint": moto_endpoint,
+        "region": REGION,
+        "tables": {"StorageJobsTable47C44CDA": world.resources.jobs_table, "StorageIdempotencyTable1": "x"},
+        "queues": {
+            "OutboxJobsQueue13669EA8": world.queues.jobs_url,
+            "OutboxJobsDlqF3C0B954": world.queues.dlq_url,
+            "OutboxRelayFailures4C4A023F": world.queues.relay_failures_url,
+        },
+        "buckets": {"StoragePayloadBucketEAD0BC18": world.resources.bucket},
+    }
+    (tmp_path / "stack-59123.json").write_text(json.dumps(state))
+    failed = world.failed()
+    world.to_dlq(failed)
+    local = build_cli(capsys, ["--local", "--port", "59123"])
+
+    # When on-call lists and redrives with --local
+    listed = local("dlq", "list", "--json")
+    redriven = local("dlq", "redrive", "--job-id", failed.job_id)
+
+    # Then the local stack's resources were used
+    assert listed.document["target"] == "local stack on port 59123"
+    assert [m["jobId"] for m in listed.document["messages"]] == [failed.job_id]
+    assert redriven.code == 0
+    assert world.job(failed.job_id).status is JobStatus.PENDING
+
+
+def test_local_target_errors(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(outlast.local.stack, "STATE_DIR", tmp_path)
+    no_stack = build_cli(capsys, ["--local", "--port", "59124"])("dlq", "list")
+    assert no_stack.code == 2
+    assert "no local stack on port 59124" in no_stack.err
+    both = build_cli(capsys, ["--local", "--stack-name", world.stack_name])("dlq", "list")
+    assert both.code == 2

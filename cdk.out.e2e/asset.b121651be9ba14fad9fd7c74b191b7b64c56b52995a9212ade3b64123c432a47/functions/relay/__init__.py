@@ -1,1 +1,0 @@
-"""DynamoDB stream -> SQS: the outbox relay that dispatches newly accepted jobs."""

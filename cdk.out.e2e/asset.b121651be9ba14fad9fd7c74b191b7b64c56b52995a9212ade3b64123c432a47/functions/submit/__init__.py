@@ -1,1 +1,0 @@
-"""POST /v1/jobs: validate, claim the idempotency key, persist the job, answer 202."""

@@ -1,1 +1,0 @@
-"""Scheduled recovery: lost dispatches, expired leases, stuck cancellations."""

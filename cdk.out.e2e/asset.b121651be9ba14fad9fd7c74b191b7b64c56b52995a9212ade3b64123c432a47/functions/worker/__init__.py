@@ -1,1 +1,0 @@
-"""SQS -> model: claims each job atomically, calls the model, records a terminal state."""

@@ -1,1 +1,0 @@
-"""Code common to every outlast function: the domain, its ports and the AWS adapters."""

@@ -1,1 +1,0 @@
-"""Adapters: the ports of shared.ports implemented on AWS services through injected boto3 clients."""

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from outlast.commands import jobs, local
+from outlast.commands import dlq, jobs, local, operator_jobs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     jobs.register(commands)
+    dlq.register(commands)
+    operator_jobs.register(commands)
     local.register(commands)
     return parser
 

@@ -17,9 +17,18 @@ metrics = Metrics()
 
 
 def bind_job(job_id: str) -> None:
-    """Make the job id the correlation id of every log line that follows."""
+    """Make the job id the correlation id of every log line that follows (one job per invocation)."""
     logger.set_correlation_id(job_id)
     logger.append_keys(job_id=job_id)
+
+
+def bind_job_in_task(job_id: str, trace_id: str) -> None:
+    """Like bind_job, for one of many jobs running concurrently in an invocation.
+
+    The keys live in a context variable, so each asyncio task (one per SQS record) logs its own
+    job id, and they vanish with the task instead of leaking into the next record's lines.
+    """
+    logger.thread_safe_append_keys(correlation_id=job_id, job_id=job_id, trace_id=trace_id)
 
 
 def current_trace_id() -> str:

@@ -139,8 +139,9 @@ class PayloadStore(Protocol):
         """The input, or None when it is gone."""
         ...
 
-    def expire_input(self, job_id: str, location: BlobLocation, at: datetime) -> None:
-        """Schedule a finished job's input for deletion (DESIGN.md: inputs live 24 h after the end)."""
+    def set_input_expiry(self, job_id: str, location: BlobLocation, at: datetime) -> None:
+        """When TTL deletes the input item: 24 h after the job ended (DESIGN.md), or the job's
+        expiry again when an operator redrives it."""
         ...
 
     def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:

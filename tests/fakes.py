@@ -267,12 +267,12 @@ class InMemoryPayloadStore:
         """The input stored at that location, or None."""
         return self.inputs.get((job_id, location))
 
-    def expire_input(self, job_id: str, location: BlobLocation, at: datetime) -> None:
+    def set_input_expiry(self, job_id: str, location: BlobLocation, at: datetime) -> None:
         """Schedule an input item's deletion; S3 inputs age out by the bucket lifecycle (no write)."""
         if location == "s3" or (job_id, location) not in self.inputs:
             return
         self.expires_at[("input", job_id, location)] = at
-        self.writes.append("expire_input")
+        self.writes.append("set_input_expiry")
 
     def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
         """Store (or overwrite with the same content) the result."""

@@ -92,7 +92,7 @@ def _cancel_step(deps: StatusDependencies, job: JobRecord) -> CancelOutcome | Jo
     logger.info("cancel recorded", extra={"from": job.status.value, "to": target.value})
     if target is JobStatus.CANCELED:
         retention = timedelta(hours=deps.settings.input_retention_hours)
-        deps.payloads.expire_input(job.job_id, job.input_location, now + retention)
+        deps.payloads.set_input_expiry(job.job_id, job.input_location, now + retention)
     return CancelOutcome(job=written, in_progress=target is JobStatus.CANCELLATION_REQUESTED)
 
 

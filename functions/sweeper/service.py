@@ -147,7 +147,7 @@ def _write(
     )
     if target in {JobStatus.FAILED, JobStatus.CANCELED}:
         retention = timedelta(hours=deps.settings.input_retention_hours)
-        deps.payloads.expire_input(job.job_id, job.input_location, now + retention)
+        deps.payloads.set_input_expiry(job.job_id, job.input_location, now + retention)
     logger.info(
         "sweeper moved a job", extra={"job_id": job.job_id, "from": job.status.value, "to": target.value}
     )

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.worker.dependencies import build_dependencies
-from functions.worker.service import JobWorker
+from functions.worker.service import JobWorker, RetryLater
 from functions.worker.settings import WorkerSettings
 from shared.observability import logger, metrics, tracer
 
@@ -31,7 +31,16 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     )
 
     async def record_handler(record: SQSRecord) -> None:
-        await worker.handle(record.body, record.receipt_handle)
+        try:
+            await worker.handle(record.body, record.receipt_handle)
+        except RetryLater:
+            raise
+        except Exception:
+            # The record goes back to the queue; say which job failed (a crash loop must be findable).
+            logger.exception(
+                "job run failed; the message will be redelivered", extra={"message_id": record.message_id}
+            )
+            raise
 
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return dict(async_process_partial_response(event, record_handler, processor, context))

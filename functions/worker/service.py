@@ -22,7 +22,7 @@ from shared.errors import TerminalProviderError, TransientProviderError
 from shared.job import BlobLocation, JobError, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
-from shared.observability import bind_job, logger, metrics
+from shared.observability import bind_job_in_task, logger, metrics
 from shared.ports import Completion, CompletionRequest, Lease, Transition, TransitionConflictError
 from shared.prompts import template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
@@ -88,8 +88,7 @@ class JobWorker:
         if message is None:
             await self._park(body, "unparseable", None)
             return
-        bind_job(message.job_id)
-        logger.append_keys(trace_id=message.trace_id)
+        bind_job_in_task(message.job_id, message.trace_id)
         job = await self._io(self._deps.repository.get_job, message.job_id)
         if job is None:
             await self._park(body, "unknown_job", message.job_id)
@@ -251,7 +250,7 @@ class JobWorker:
             return
         retention = timedelta(hours=self._settings.input_retention_hours)
         await self._io(
-            self._deps.payloads.expire_input, run.job.job_id, run.job.input_location, now + retention
+            self._deps.payloads.set_input_expiry, run.job.job_id, run.job.input_location, now + retention
         )
         metrics.add_metric(name=f"Jobs{run.job.status.value}", unit="Count", value=1)
         logger.info(

@@ -351,10 +351,11 @@ def _redrive(arguments: argparse.Namespace) -> int:
             return EXIT_OK
         redrive = Redrive(
             target.repository,
+            target.payloads,
             target.jobs_queue,
             hold,
-            now,
-            timedelta(seconds=arguments.dispatch_grace_seconds),
+            now=now,
+            grace=timedelta(seconds=arguments.dispatch_grace_seconds),
         )
         try:
             redrive.run(steps, record)

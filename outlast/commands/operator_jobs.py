@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from outlast.commands.dlq import EXIT_ERROR, EXIT_OK, UsageError, guarded, now
-from outlast.operator.inspect import Inspection, Payload, inspect_job, inspection_document, lease_prefix
+from outlast.operator.inspect import (
+    Inspection,
+    Payload,
+    UnreadableJobError,
+    inspect_job,
+    inspection_document,
+    lease_prefix,
+)
 from outlast.operator.targets import add_target_arguments, resolve
 from outlast.operator.text import duration, instant, relative
 from shared.ids import normalize_job_id
@@ -23,7 +31,7 @@ INSPECT_EPILOG = f"""\
 exit codes:
   {EXIT_OK}    the job was found and shown
   {EXIT_NOT_FOUND}    no such job (never created, or expired and deleted)
-  {EXIT_ERROR}    usage error, no such target, or an AWS error (missing credentials or permissions)
+  {EXIT_ERROR}    usage error, no such target, an AWS error, or a job record this version cannot read
   130  interrupted
 
 Finding the job's DLQ messages means receiving (and at once releasing) every DLQ message, which
@@ -56,7 +64,11 @@ def _inspect(arguments: argparse.Namespace) -> int:
     if job_id is None:
         raise UsageError(f"{arguments.job_id!r} is not a job id (a UUID)")
     target = resolve(arguments)
-    inspection = inspect_job(target, job_id, now(), read_dlq=not arguments.no_dlq)
+    try:
+        inspection = inspect_job(target, job_id, now(), read_dlq=not arguments.no_dlq)
+    except UnreadableJobError as error:
+        print(f"outlast: {error}: repair it (docs/runbook.md#dlq-not-empty)", file=sys.stderr)
+        return EXIT_ERROR
     if inspection is None:
         print(f"no job {job_id} on the {target.label}")
         return EXIT_NOT_FOUND

@@ -35,7 +35,7 @@ from outlast.operator.plan import (
 )
 from shared.errors import StorageUnavailableError
 from shared.job import JobRecord
-from shared.ports import JobMessage, JobQueue, JobRepository, TransitionConflictError
+from shared.ports import JobMessage, JobQueue, JobRepository, PayloadStore, TransitionConflictError
 
 SQS_BATCH = 10
 DEFAULT_HOLD_SECONDS = 300
@@ -158,13 +158,14 @@ def join(letters: Sequence[DeadLetter], repository: JobRepository) -> list[Joine
             joined.append(Joined(letter, None))
             continue
         if letter.job_id not in jobs:
-            jobs[letter.job_id] = _read_job(repository, letter.job_id)
+            jobs[letter.job_id] = read_job(repository, letter.job_id)
         job, unreadable = jobs[letter.job_id]
         joined.append(Joined(letter, job, unreadable))
     return joined
 
 
-def _read_job(repository: JobRepository, job_id: str) -> tuple[JobRecord | None, str | None]:
+def read_job(repository: JobRepository, job_id: str) -> tuple[JobRecord | None, str | None]:
+    """The job (None when there is none), or why its record could not be read."""
     try:
         return repository.get_job(job_id), None
     except (KeyError, ValueError, TypeError) as error:
@@ -197,12 +198,15 @@ class Redrive:
     def __init__(
         self,
         repository: JobRepository,
+        payloads: PayloadStore,
         queue: JobQueue,
         hold: Hold,
+        *,
         now: Callable[[], datetime],
         grace: timedelta,
     ) -> None:
         self._repository = repository
+        self._payloads = payloads
         self._queue = queue
         self._hold = hold
         self._now = now
@@ -249,6 +253,16 @@ class Redrive:
             )
         except AWS_ERRORS as error:
             return Outcome(step, Result.FAILED, f"nothing changed ({_describe(error)}); rerun")
+        if step.action is Action.REDRIVE:
+            # A redriven job runs again: its input must outlive the 24 h it was given when it ended.
+            try:
+                self._payloads.set_input_expiry(job_id, written.input_location, written.expires_at)
+            except AWS_ERRORS as error:
+                return Outcome(
+                    step,
+                    Result.FAILED,
+                    f"job Pending but its input retention not renewed ({_describe(error)}); rerun",
+                )
         state = (
             f"{written.status.value}, attempts {written.attempts}/{written.max_attempts}, "
             f"redriveCount {written.redrive_count}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from outlast.operator.dlq import DEFAULT_MAX_MESSAGES, QueueDepth, held_messages, queue_depth
+from outlast.operator.dlq import DEFAULT_MAX_MESSAGES, QueueDepth, held_messages, queue_depth, read_job
 from outlast.operator.plan import DeadLetter
 from outlast.operator.targets import Target
 from shared import resources as r
@@ -61,9 +61,15 @@ def lease_prefix(token: str | None) -> str | None:
     return f"{token[:LEASE_TOKEN_PREFIX]}..." if token else None
 
 
+class UnreadableJobError(Exception):
+    """The job's record exists but this version of outlast cannot read it."""
+
+
 def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -> Inspection | None:
     """The job's operator view, or None when no such job exists."""
-    job = target.repository.get_job(job_id)
+    job, unreadable = read_job(target.repository, job_id)
+    if unreadable is not None:
+        raise UnreadableJobError(f"the record of job {job_id} cannot be read ({unreadable})")
     if job is None:
         return None
     dlq_messages = None

@@ -320,8 +320,9 @@ def _warnings(item: Joined, action: Action, now: datetime) -> tuple[str, ...]:
         return ()
     hours = INPUT_RETENTION.total_seconds() / 3600
     return (
-        f"the job ended at {_at(job.updated_at)}, more than {hours:.0f} h ago: its input may be gone, "
-        "and the re-run would then fail with input_missing",
+        f"the job ended at {_at(job.updated_at)}, more than {hours:.0f} h ago: its input may be gone "
+        "(the redrive renews its retention only if it is still there), and the re-run would then fail "
+        "with input_missing",
     )
 
 

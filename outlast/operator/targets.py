@@ -17,14 +17,15 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.names import JOBS_DLQ, JOBS_QUEUE, JOBS_TABLE, OUTBOX, PAYLOAD_BUCKET, STORAGE, Output
-from outlast.commands.local import DEFAULT_PORT, local_client
-from outlast.local.stack import read_state
 from shared.adapters.dynamo_errors import error_code
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 
 DEFAULT_STACK_NAME = "outlast"
+# `outlast local up`'s default port (outlast.commands.local.DEFAULT_PORT). Not imported from there:
+# that module loads all of local mode, which an operator acting on AWS does not need.
+DEFAULT_LOCAL_PORT = 8000
 
 ClientFactory = Callable[[str], Any]
 
@@ -92,7 +93,10 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("target (default: the CloudFormation stack `outlast`)")
     group.add_argument("--local", action="store_true", help="act on the running local stack")
     group.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"the local stack's port (default {DEFAULT_PORT})"
+        "--port",
+        type=int,
+        default=DEFAULT_LOCAL_PORT,
+        help=f"the local stack's port (default {DEFAULT_LOCAL_PORT})",
     )
     group.add_argument(
         "--stack-name",
@@ -115,6 +119,9 @@ def resolve(arguments: argparse.Namespace) -> Target:
 
 def local_target(port: int) -> Target:
     """The local stack on `port`, with moto's dummy credentials (never the operator's)."""
+    from outlast.commands.local import local_client  # noqa: PLC0415 - local mode only when asked for
+    from outlast.local.stack import read_state  # noqa: PLC0415
+
     try:
         state = read_state(port)
     except FileNotFoundError as error:

@@ -73,8 +73,8 @@ class DynamoS3PayloadStore:
         body = self._get(_INPUT, job_id, location)
         return JobInput.model_validate_json(body) if body is not None else None
 
-    def expire_input(self, job_id: str, location: BlobLocation, at: datetime) -> None:
-        """Let TTL delete a finished job's input item at `at`; S3 inputs age out by the bucket lifecycle."""
+    def set_input_expiry(self, job_id: str, location: BlobLocation, at: datetime) -> None:
+        """Let TTL delete the input item at `at`; S3 inputs age out by the bucket lifecycle."""
         if location == "s3":
             return
         try:

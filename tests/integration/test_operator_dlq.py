@@ -311,6 +311,25 @@ def test_redrive_by_job_id_moves_only_that_job(world: World) -> None:
     assert f"[done] message {chosen_message}" in run.out
 
 
+def test_a_redrive_renews_the_inputs_retention(world: World) -> None:
+    # Given a Failed job whose input was given the 24 h that follow a job's end
+    failed = world.failed()
+    world.payloads.set_input_expiry(failed.job_id, "item", jobs.now_millis() + timedelta(hours=24))
+    world.to_dlq(failed)
+
+    # When on-call redrives it
+    run = world.cli("dlq", "redrive", "--job-id", failed.job_id)
+
+    # Then the input lives as long as the job again, so the re-run can read it
+    assert run.code == 0, run.out
+    input_item = world.dynamodb.get_item(
+        TableName=world.resources.jobs_table,
+        Key={r.PARTITION_KEY: {"S": f"JOB#{failed.job_id}"}, r.SORT_KEY: {"S": "INPUT"}},
+        ConsistentRead=True,
+    )["Item"]
+    assert int(input_item[r.TTL_ATTRIBUTE]["N"]) == int(failed.expires_at.timestamp())
+
+
 def test_a_succeeded_jobs_stray_message_is_dropped_and_nothing_is_sent(world: World) -> None:
     done, canceled = world.succeeded(), world.canceled()
     world.to_dlq(done)

@@ -9,6 +9,9 @@ import boto3
 import pytest
 
 import outlast.local.stack
+from outlast.commands.local import DEFAULT_PORT
+from outlast.operator.targets import DEFAULT_LOCAL_PORT
+from shared.adapters.dynamo_items import job_key
 from shared.job import JobInput
 from shared.lifecycle import JobStatus
 from tests.integration.test_operator_dlq import World, build_cli, create_world
@@ -160,6 +163,10 @@ def test_local_target_reads_the_local_stacks_state_file(
     assert world.job(failed.job_id).status is JobStatus.PENDING
 
 
+def test_the_local_default_port_is_local_ups() -> None:
+    assert DEFAULT_LOCAL_PORT == DEFAULT_PORT
+
+
 def test_local_target_errors(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -169,3 +176,16 @@ def test_local_target_errors(
     assert "no local stack on port 59124" in no_stack.err
     both = build_cli(capsys, ["--local", "--stack-name", world.stack_name])("dlq", "list")
     assert both.code == 2
+
+
+def test_inspect_of_a_record_it_cannot_read_says_so(world: World) -> None:
+    broken = world.failed()
+    world.dynamodb.update_item(
+        TableName=world.resources.jobs_table,
+        Key=job_key(broken.job_id),
+        UpdateExpression="REMOVE #model",
+        ExpressionAttributeNames={"#model": "model"},
+    )
+    run = world.cli("jobs", "inspect", broken.job_id)
+    assert run.code == 2
+    assert f"the record of job {broken.job_id} cannot be read (KeyError while reading it)" in run.err

@@ -94,7 +94,7 @@ def test_expiring_an_input_sets_its_ttl(storage: Storage) -> None:
 
     # When the job ends and its input is given 24 hours
     at = jobs.now_millis() + timedelta(hours=24)
-    payloads.expire_input(job_input.job_id, "item", at)
+    payloads.set_input_expiry(job_input.job_id, "item", at)
 
     # Then the item's TTL says so and the input is still readable until then
     item = storage.item(job_input.job_id, "INPUT")
@@ -110,7 +110,7 @@ def test_expiring_a_missing_input_is_harmless(storage: Storage, location: BlobLo
     job_id = new_job_id()
 
     # When it is expired
-    payloads.expire_input(job_id, location, jobs.now_millis() + timedelta(hours=24))
+    payloads.set_input_expiry(job_id, location, jobs.now_millis() + timedelta(hours=24))
 
     # Then nothing fails and no stub item or object appears
     assert storage.scan(storage.resources.jobs_table) == []

@@ -409,10 +409,10 @@ class TestPayloadStore:
 
     def test_expiring_an_input_never_creates_one(self) -> None:
         payloads = InMemoryPayloadStore()
-        payloads.expire_input("missing", "item", NOW)
+        payloads.set_input_expiry("missing", "item", NOW)
         payloads.put_input(JobInput(job_id="j", text="t"), "item", NOW + timedelta(days=30))
-        payloads.expire_input("j", "item", NOW + timedelta(days=1))
+        payloads.set_input_expiry("j", "item", NOW + timedelta(days=1))
 
         assert payloads.get_input("missing", "item") is None
         assert payloads.expires_at[("input", "j", "item")] == NOW + timedelta(days=1)
-        assert payloads.writes == ["put_input", "expire_input"]
+        assert payloads.writes == ["put_input", "set_input_expiry"]

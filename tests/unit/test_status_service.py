@@ -317,7 +317,7 @@ class TestCancel:
         assert outcome.in_progress is True
         assert outcome.job.status is JobStatus.CANCELLATION_REQUESTED
         assert (outcome.job.attempts, outcome.job.lease_token) == (1, LEASE_TOKEN)
-        assert "expire_input" not in payloads.writes
+        assert "set_input_expiry" not in payloads.writes
 
     def test_a_cancel_racing_the_last_write_of_a_worker_is_refused(
         self, payloads: InMemoryPayloadStore, clock: FakeClock

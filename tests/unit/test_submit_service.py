@@ -542,7 +542,7 @@ class TestRetention:
             )
         )
         input_expiry = clock.now() + timedelta(hours=24)
-        payloads.expire_input(job.job_id, job.input_location, input_expiry)
+        payloads.set_input_expiry(job.job_id, job.input_location, input_expiry)
 
         # When the client retries its submit within the 24 h of the idempotency claim
         clock.advance(minutes=1)

@@ -117,3 +117,23 @@ deploy: $(STAMP) $(NODE_STAMP) ## Build the layers if needed and deploy the stac
 .PHONY: destroy
 destroy: $(STAMP) $(NODE_STAMP) ## Delete the stack; retained data stays (docs/deploy.md, "Tear down")
 	$(CDK_RUN) destroy -c bundle=auto $(CDK_ARGS)
+
+# --- fault injection -------------------------------------------------------------------------------
+JOBS ?= 300
+SEED ?= 7
+CHAOS_ARGS ?=
+
+.PHONY: chaos
+chaos: $(STAMP) ## Chaos run on a local stack: JOBS=300 SEED=7 (CHAOS_ARGS="--json-out r.json"); exits 1 on loss/leak
+	$(BIN)/python -m outlast.chaos --jobs $(JOBS) --seed $(SEED) $(CHAOS_ARGS)
+
+# --- Benchmarks (outlast/bench) ----------------------------------------------------------------
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: $(STAMP) ## Benchmarks: cost per job, worker concurrency, cold starts, pipeline -> docs/benchmarks.{md,json} (BENCH_ARGS="--quick")
+	$(BIN)/python -m outlast.bench $(BENCH_ARGS)
+
+.PHONY: fuzz
+fuzz: $(STAMP) ## API fuzzing, the long run: schemathesis on the local stack (FUZZ_ARGS="--port 8001 --examples 500")
+	$(BIN)/python -m outlast.fuzz $(FUZZ_ARGS)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+import urllib.parse
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +58,7 @@ def auth_headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def freshen_idempotency_key(case: Case) -> None:
+def freshen_idempotency_key(case: Case[Any]) -> None:
     """Give a submit whose generated Idempotency-Key the API would accept a fresh key.
 
     Generated keys repeat ("0", "00"...): replayed or 409 answers would hide the 202 path. Keys the
@@ -71,30 +73,93 @@ def freshen_idempotency_key(case: Case) -> None:
     case.headers[IDEMPOTENCY_KEY] = f"fuzz-{uuid.uuid4()}"
 
 
+def reaches_a_route(case: Case[Any]) -> bool:
+    """False for a request API Gateway answers itself (plain JSON, outside the document): a method
+    the path does not declare, or a path parameter that is empty or holds a '/' once decoded (the
+    routes' `{job_id}` is one path segment, so such a path matches no route)."""
+    if case.method.upper() != case.operation.method.upper():
+        return False
+    # Generated path parameters arrive percent-encoded; the front decodes the path before routing.
+    decoded = [urllib.parse.unquote(str(value)) for value in (case.path_parameters or {}).values()]
+    return all(value and "/" not in value for value in decoded)
+
+
+def filter_case(context: HookContext, case: Case[Any]) -> bool:
+    """schemathesis hook: generate only requests that reach a function."""
+    del context
+    return reaches_a_route(case)
+
+
 def load_schema() -> BaseSchema:
     """The committed document, configured for the authenticated stack and the checks above."""
     import schemathesis  # noqa: PLC0415 - a dev dependency; the CLI must import without it
 
     schema = schemathesis.openapi.from_path(DOCUMENT)
-    configure(schema.config)
-    return schema
-
-
-def configure(config: Any) -> None:
-    """Checks and generation settings shared by the short and the long run."""
     # The document's security scheme would make schemathesis generate (and drop) Authorization
     # values of its own; every request carries the real token instead.
-    config.generation.update(with_security_parameters=False)
-    config.checks.update(included_check_names=list(CHECKS))
+    schema.config.generation.update(with_security_parameters=False)
+    schema.config.checks.update(included_check_names=list(CHECKS))
+    schema.hook(filter_case)
+    return schema
 
 
 # --- the long run: `python -m outlast.fuzz` -----------------------------------------------------
 
 
-def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> None:
-    """schemathesis hook (registered by `run`): a fresh key for every submit it sends."""
+@dataclass(frozen=True)
+class LongRun:
+    """What `make fuzz` asks of schemathesis."""
+
+    examples: int = DEFAULT_EXAMPLES
+    seed: int = DEFAULT_SEED
+    phases: str = "examples,coverage,fuzzing,stateful"
+    report_dir: Path | None = None
+
+
+def before_call(context: HookContext, case: Case[Any], kwargs: dict[str, Any]) -> None:
+    """schemathesis hook (registered by `run`): a fresh key for every valid submit it sends."""
     del context, kwargs
     freshen_idempotency_key(case)
+
+
+def cli_arguments(api_url: str, token: str, plan: LongRun) -> list[str]:
+    """`st run` arguments for the plan (the token goes in a header schemathesis never prints)."""
+    arguments = [
+        "run",
+        str(DOCUMENT),
+        f"--url={api_url}",
+        f"--header=Authorization: Bearer {token}",
+        f"--checks={','.join(CHECKS)}",
+        "--generation-with-security-parameters=false",
+        f"--max-examples={plan.examples}",
+        f"--seed={plan.seed}",
+        f"--phases={plan.phases}",
+        # moto breaks under concurrent writers on stream-enabled tables (DESIGN.md): one at a time.
+        "--workers=1",
+        "--request-timeout=30",
+        "--continue-on-failure",
+    ]
+    if plan.report_dir is not None:
+        arguments += ["--report=junit,ndjson", f"--report-dir={plan.report_dir}"]
+    return arguments
+
+
+def run(api_url: str, token: str, plan: LongRun) -> int:
+    """schemathesis' `st run` in this process against `api_url`; its exit code (0: no failures)."""
+    import schemathesis  # noqa: PLC0415
+    from schemathesis.cli import schemathesis as cli  # noqa: PLC0415
+
+    schemathesis.hook(filter_case)
+    schemathesis.hook(before_call)
+    try:
+        cli.main(cli_arguments(api_url, token, plan), prog_name="st", standalone_mode=False)
+    except SystemExit as finished:  # the run command ends with sys.exit(its exit code)
+        return finished.code if isinstance(finished.code, int) else 1
+    return 0
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # noqa: T201 - progress of a command-line tool
 
 
 def _accepts(port: int) -> bool:
@@ -103,56 +168,20 @@ def _accepts(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def run(api_url: str, token: str, examples: int, seed: int, phases: str, report_dir: Path | None) -> int:
-    """schemathesis' `st run` in this process against `api_url`; its exit code (0: no failures)."""
-    import schemathesis  # noqa: PLC0415
-    from schemathesis.cli import schemathesis as cli  # noqa: PLC0415
-
-    schemathesis.hook(before_call)
-    arguments = [
-        "run",
-        str(DOCUMENT),
-        "--url",
-        api_url,
-        "--header",
-        f"Authorization: Bearer {token}",
-        "--checks",
-        ",".join(CHECKS),
-        "--generation-with-security-parameters",
-        "false",
-        "--max-examples",
-        str(examples),
-        "--seed",
-        str(seed),
-        "--phases",
-        phases,
-        # moto breaks under concurrent writers on stream-enabled tables (DESIGN.md): one at a time.
-        "--workers",
-        "1",
-        "--request-timeout",
-        "30",
-        "--continue-on-failure",
-    ]
-    if report_dir is not None:
-        arguments += ["--report", "junit,ndjson", "--report-dir", str(report_dir)]
-    code = cli.main(arguments, prog_name="st", standalone_mode=False)
-    return int(code or 0)
-
-
-def _arguments(argv: list[str] | None) -> argparse.Namespace:
+def _arguments(argv: list[str] | None) -> tuple[int, LongRun]:
     parser = argparse.ArgumentParser(prog="python -m outlast.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="the local stack's port: attach when it runs, else start"
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="the local stack's port: attach when it runs, else start",
     )
-    parser.add_argument(
-        "--examples", type=int, default=DEFAULT_EXAMPLES, help="examples per operation and phase"
-    )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the generation seed (reproducible runs)")
-    parser.add_argument(
-        "--phases", default="examples,coverage,fuzzing,stateful", help="schemathesis phases, comma-separated"
-    )
-    parser.add_argument("--report-dir", type=Path, help="write JUnit and NDJSON reports here")
-    return parser.parse_args(argv)
+    parser.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES, help="examples per operation")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="generation seed (reproducible)")
+    parser.add_argument("--phases", default=LongRun.phases, help="schemathesis phases, comma-separated")
+    parser.add_argument("--report-dir", type=Path, help="also write JUnit and NDJSON reports here")
+    parsed = parser.parse_args(argv)
+    return parsed.port, LongRun(parsed.examples, parsed.seed, parsed.phases, parsed.report_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,26 +189,28 @@ def main(argv: list[str] | None = None) -> int:
     from outlast.commands.local import issue_token  # noqa: PLC0415
     from outlast.local.stack import LocalOptions, LocalStack, read_state  # noqa: PLC0415
 
-    arguments = _arguments(argv)
-    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731, T201
+    port, plan = _arguments(argv)
     stack: LocalStack | None = None
     try:
-        if _accepts(arguments.port):
-            state = read_state(arguments.port)
-            log(f"attached to the local stack at {state['apiUrl']}")
+        if _accepts(port):
+            state = read_state(port)
+            _log(f"attached to the local stack at {state['apiUrl']}")
         else:
-            options = LocalOptions(port=arguments.port, cdk_out=FUZZ_CDK_OUT, context=dict(FUZZ_CONTEXT), log=log)
-            stack = LocalStack(options)
+            stack = LocalStack(
+                LocalOptions(port=port, cdk_out=FUZZ_CDK_OUT, context=dict(FUZZ_CONTEXT), log=_log)
+            )
             stack.start()
             state = stack.describe()
-            log(f"started the local stack at {state['apiUrl']}")
-        token = issue_token(state, FUZZ_USER, FUZZ_TENANT)
-        return run(
-            str(state["apiUrl"]), token, arguments.examples, arguments.seed, arguments.phases, arguments.report_dir
+            _log(f"started a local stack at {state['apiUrl']}")
+        code = run(str(state["apiUrl"]), issue_token(state, FUZZ_USER, FUZZ_TENANT), plan)
+        verdict = "no failures" if code == 0 else f"FAILURES (exit code {code})"
+        _log(
+            f"fuzz: {plan.examples} examples per operation, seed {plan.seed}, phases {plan.phases}: {verdict}"
         )
+        return code
     finally:
         if stack is not None:
-            log("stopping the local stack...")
+            _log("stopping the local stack...")
             stack.stop()
 
 

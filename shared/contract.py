@@ -37,12 +37,33 @@ class Operation(StrEnum):
     CLASSIFY = "classify"
 
 
+def _without_null_branches(schema: dict[str, Any]) -> None:
+    """Optional fields may be left out but never sent as null: say so in the JSON Schema too.
+
+    pydantic documents `X | None = None` as "X or null"; the null branch is dropped here because
+    the before-validator below refuses explicit nulls.
+    """
+    for name, field in schema.get("properties", {}).items():
+        branches = field.get("anyOf")
+        if not branches:
+            continue
+        kept = [branch for branch in branches if branch != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(branches):
+            schema["properties"][name] = {**{k: v for k, v in field.items() if k != "anyOf"}, **kept[0]}
+
+
 class StrictRequestModel(BaseModel):
     """A request body: camelCase on the wire, no unknown fields, no coercion, no explicit nulls."""
 
     # Strictness is per field (Strict below): a model-wide strict mode would refuse enum values
     # given as their JSON strings, which is how the resolver hands the body over.
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=False,
+        frozen=True,
+        json_schema_extra=_without_null_branches,
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -175,6 +196,12 @@ class InvalidParam(ResponseModel):
 
     name: str
     reason: str
+
+
+class GatewayMessage(ResponseModel):
+    """API Gateway's own answer (its authorizer, throttling, a failed or timed-out function)."""
+
+    message: str
 
 
 class Problem(ResponseModel):

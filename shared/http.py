@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -30,12 +32,26 @@ from shared.problems import (
 JSON = "application/json"
 
 
+def _loads(text: str) -> Any:
+    """json.loads, with every way JSON can be unreadable reported as a JSON error.
+
+    Deep nesting (RecursionError) and integers past Python's digit limit (ValueError) would
+    otherwise escape the resolver's validation as 500s; as JSONDecodeError they are a 400.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as error:
+        raise json.JSONDecodeError("unreadable JSON", text[:64], 0) from error
+
+
 def create_resolver() -> APIGatewayHttpResolver:
     """An HTTP API (payload 2.0) resolver with validation on and every error answered as problem+json.
 
     CORS is API Gateway's job (configured in the CDK app), so the resolver adds no CORS headers.
     """
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=_loads)
 
     def correlation_id() -> str:
         return app.current_event.request_context.request_id or "unknown"
@@ -118,22 +134,32 @@ def _early_problem(event: dict[str, Any], code: str) -> dict[str, Any]:
     }
 
 
+def _text_body(event: dict[str, Any]) -> str | None:
+    """The body as text, or None when it is not UTF-8 (so it cannot be JSON)."""
+    body = str(event.get("body") or "")
+    if not event.get("isBase64Encoded"):
+        return body
+    try:
+        return base64.b64decode(body, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
 def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Resolve one request. A body over the limit, or one that is not JSON, is refused before
-    anything parses it: the resolver would otherwise try form and multipart parsers on it."""
+    """Resolve one request. A body over the limit, one that is not JSON, or one that is not even
+    UTF-8, is refused before anything parses it: the resolver would otherwise try form and
+    multipart parsers on it, or fail to decode it (a 500)."""
     if _body_bytes(event) > MAX_BODY_BYTES:
         return _early_problem(event, "request_too_large")
+    if not event.get("body"):
+        return app.resolve(event, context)
     headers = event.get("headers") or {}
     content_type = next((str(v) for k, v in headers.items() if k.lower() == "content-type"), "")
-    if event.get("body"):
-        if content_type and not _is_json(content_type):
-            return _early_problem(event, "unsupported_media_type")
-        # The resolver matches the media type case-sensitively; hand it the canonical spelling.
-        event = {
-            **event,
-            "headers": {
-                **{k: v for k, v in headers.items() if k.lower() != "content-type"},
-                "content-type": JSON,
-            },
-        }
-    return app.resolve(event, context)
+    if content_type and not _is_json(content_type):
+        return _early_problem(event, "unsupported_media_type")
+    text = _text_body(event)
+    if text is None:
+        return _early_problem(event, "invalid_json")
+    # The resolver matches the media type case-sensitively; hand it the canonical spelling.
+    canonical = {**{k: v for k, v in headers.items() if k.lower() != "content-type"}, "content-type": JSON}
+    return app.resolve({**event, "headers": canonical, "body": text, "isBase64Encoded": False}, context)

@@ -7,7 +7,7 @@ from typing import Any, cast
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from shared.contract import Problem
+from shared.contract import GatewayMessage, Problem
 from shared.problems import PROBLEM_CONTENT_TYPE, PROBLEMS
 
 _INTEGER_SECONDS = {"type": "integer", "minimum": 1}
@@ -29,22 +29,43 @@ def json_response(
     return cast(OpenAPIResponse, entry)
 
 
-# Every route can answer these: no identity, or a failure on our side.
-_ALWAYS = ("unauthorized", "internal_error", "service_unavailable")
+# Every route can answer these: no identity, a body that is too large or not JSON (any route may
+# be sent one), or a failure on our side.
+_ALWAYS = (
+    "unauthorized",
+    "invalid_json",
+    "request_too_large",
+    "unsupported_media_type",
+    "internal_error",
+    "service_unavailable",
+)
+# What API Gateway itself answers on any route, as plain `{"message": ...}` JSON.
+_GATEWAY_ANSWERS = {
+    401: "the JWT authorizer refused the token",
+    413: "the body is over API Gateway's 10 MB",
+    429: "API Gateway throttled the request (no Retry-After)",
+    500: "the function failed",
+    503: "the function timed out",
+}
 
 
 def problem_responses(*codes: str) -> dict[int, OpenAPIResponse]:
     """Response entries for a route's problem codes (plus the ones every route has), by status."""
-    by_status: dict[int, list[str]] = {}
-    for code in (*codes, *_ALWAYS):
+    by_status: dict[int, list[str]] = {status: [] for status in _GATEWAY_ANSWERS}
+    for code in dict.fromkeys((*codes, *_ALWAYS)):
         by_status.setdefault(PROBLEMS[code].status, []).append(code)
     responses: dict[int, OpenAPIResponse] = {}
     for status, status_codes in sorted(by_status.items()):
-        entry: dict[str, Any] = {
-            "description": "Problem: " + ", ".join(sorted(status_codes)),
-            "content": {PROBLEM_CONTENT_TYPE: {"model": Problem}},
-        }
-        if status == 429:
-            entry["headers"] = {"Retry-After": RETRY_AFTER}
+        parts: list[str] = []
+        content: dict[str, Any] = {}
+        if status_codes:
+            parts.append("Problem: " + ", ".join(sorted(status_codes)))
+            content[PROBLEM_CONTENT_TYPE] = {"model": Problem}
+        if status in _GATEWAY_ANSWERS:
+            parts.append(f"application/json from API Gateway when {_GATEWAY_ANSWERS[status]}")
+            content["application/json"] = {"model": GatewayMessage}
+        entry: dict[str, Any] = {"description": ". ".join(parts), "content": content}
+        if "rate_limited" in status_codes:
+            entry["headers"] = {"Retry-After": {**RETRY_AFTER, "required": True}}
         responses[status] = cast(OpenAPIResponse, entry)
     return responses

@@ -117,7 +117,13 @@ def code_for_validation_errors(validation_errors: Sequence[dict[str, Any]]) -> s
     kinds = [(str(e["loc"][0]) if e["loc"] else "body", e) for e in validation_errors]
     for where, error in kinds:
         if where == "header":
-            return "missing_idempotency_key" if error["type"] == "missing" else "invalid_idempotency_key"
+            # An empty header is as good as none (the IETF draft: the key is required).
+            empty = error["type"] == "string_too_short" and not error.get("input")
+            return (
+                "missing_idempotency_key"
+                if error["type"] == "missing" or empty
+                else "invalid_idempotency_key"
+            )
     for where, error in kinds:
         name = str(error["loc"][1]) if len(error["loc"]) > 1 else ""
         if (where, name) in _PARAMETER_CODES:

@@ -29,7 +29,9 @@ IdempotencyKeyHeader = Annotated[
     Header(
         alias="idempotency-key",
         description="1-255 visible ASCII characters; one pair of surrounding double quotes is stripped.",
+        min_length=1,
         max_length=257,
+        pattern=r'^(?:"[!-~]{1,255}"|[!-~]{1,255})$',
     ),
 ]
 
@@ -44,7 +46,11 @@ IdempotencyKeyHeader = Annotated[
         202: json_entry(
             "Accepted (or, with Idempotent-Replayed: true, the same job as before).",
             StatusDocument,
-            {"Location": LOCATION, "Retry-After": RETRY_AFTER, "Idempotent-Replayed": REPLAYED},
+            {
+                "Location": {**LOCATION, "required": True},
+                "Retry-After": {**RETRY_AFTER, "required": True},
+                "Idempotent-Replayed": REPLAYED,
+            },
         ),
         **problem_responses(
             "invalid_request",

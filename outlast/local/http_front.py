@@ -145,7 +145,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._handle()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET  # noqa: N815
+    # Every method reaches the router: a method no route has is API Gateway's plain 404, not a 501.
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = do_GET  # noqa: N815
 
     def _handle(self) -> None:
         request_id = _request_id()

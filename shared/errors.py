@@ -118,10 +118,14 @@ class TransientProviderError(ProviderError):
 
 
 class TerminalProviderError(ProviderError):
-    """Retrying cannot help; `job_code` is the stable job error code from DESIGN.md."""
+    """Retrying cannot help; `job_code` is the stable job error code from DESIGN.md.
+
+    `usage` is set when the provider answered (and billed) before refusing, e.g. a filtered output.
+    """
 
     code = "provider_terminal"
 
-    def __init__(self, job_code: str, detail: str) -> None:
+    def __init__(self, job_code: str, detail: str, usage: object | None = None) -> None:
         super().__init__(detail)
         self.job_code = job_code
+        self.usage = usage

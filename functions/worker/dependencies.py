@@ -47,15 +47,14 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         # Built on first use: the secrets client and the provider module cost cold-start time.
         from aws_lambda_powertools.utilities.parameters import SecretsProvider  # noqa: PLC0415
 
-        from functions.worker.provider import OpenAIChatProvider  # noqa: PLC0415
+        from functions.worker.provider import OpenAIChatProvider, build_openai_client  # noqa: PLC0415
 
         secrets = CachedSecretSource(
             SecretsProvider(boto3_client=boto3.client("secretsmanager")), settings.secret_max_age_seconds
         )
         return OpenAIChatProvider(
             lambda: secrets.get(settings.openai_secret),
-            settings.openai_base_url,
-            settings.provider_timeout_seconds,
+            lambda key: build_openai_client(key, settings.openai_base_url, settings.provider_timeout_seconds),
         )
 
     return WorkerDependencies(

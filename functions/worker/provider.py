@@ -32,10 +32,9 @@ class OpenAIChatProvider:
     the next call after the cache expires builds a client with the new key.
     """
 
-    def __init__(self, api_key: Callable[[], str], base_url: str | None, timeout_seconds: float) -> None:
+    def __init__(self, api_key: Callable[[], str], client_for_key: Callable[[str], openai.OpenAI]) -> None:
         self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout_seconds
+        self._client_for_key = client_for_key
         self._lock = threading.Lock()
         self._client: openai.OpenAI | None = None
         self._client_key: str | None = None
@@ -44,7 +43,7 @@ class OpenAIChatProvider:
         key = self._api_key()
         with self._lock:
             if self._client is None or key != self._client_key:
-                self._client = build_openai_client(key, self._base_url, self._timeout)
+                self._client = self._client_for_key(key)
                 self._client_key = key
             return self._client
 
@@ -61,13 +60,14 @@ class OpenAIChatProvider:
         except openai.APIError as error:
             raise classify_error(error) from None
         choice = response.choices[0] if response.choices else None
-        if choice is not None and choice.finish_reason == "content_filter":
-            raise TerminalProviderError("content_policy", "The provider filtered the output.")
         usage = (
             Usage(input_tokens=response.usage.prompt_tokens, output_tokens=response.usage.completion_tokens)
             if response.usage
             else None
         )
+        if choice is not None and choice.finish_reason == "content_filter":
+            # Refused after generating: the tokens were billed, so the job keeps its usage.
+            raise TerminalProviderError("content_policy", "The provider filtered the output.", usage=usage)
         text = (choice.message.content or "") if choice is not None else ""
         return Completion(text=text.strip(), usage=usage)
 

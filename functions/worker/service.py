@@ -156,6 +156,7 @@ class JobWorker:
         except TransientProviderError as error:
             await self._retry_or_exhaust(run, receipt_handle, error.retry_after)
         except TerminalProviderError as error:
+            run.usage = error.usage if isinstance(error.usage, Usage) else None
             await self._fail(run, error.job_code)
         except _CancelObserved:
             await self._cancel(run)

@@ -7,6 +7,8 @@ is `https://cognito-idp.{region}.amazonaws.com/{poolId}`, which moto serves loca
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import threading
 import time
@@ -55,8 +57,14 @@ class JwtVerifier:
         if not raw:
             raise Unauthorized("no token")
         token = raw[7:].strip() if raw.lower().startswith("bearer ") else raw
+        keys = self._key_set()
+        # API Gateway needs a `kid` naming a key of the issuer's JWKS; without this check joserfc
+        # would try a key of the set on a token that names none.
+        kid = _header(token).get("kid")
+        if not isinstance(kid, str) or kid not in {key.kid for key in keys.keys}:
+            raise Unauthorized("unknown signing key")
         try:
-            decoded = jwt.decode(token, self._key_set(), algorithms=["RS256"])
+            decoded = jwt.decode(token, keys, algorithms=["RS256"])
         except (JoseError, ValueError) as error:
             raise Unauthorized("invalid token") from error
         claims = dict(decoded.claims)
@@ -78,6 +86,19 @@ class JwtVerifier:
         nbf = claims.get("nbf")
         if isinstance(nbf, int | float) and nbf > now:
             raise Unauthorized("not yet valid")
+        iat = claims.get("iat")
+        if isinstance(iat, int | float) and iat > now:
+            raise Unauthorized("issued in the future")
+
+
+def _header(token: str) -> dict[str, Any]:
+    """The JOSE header of a compact JWS, or {} when it is not one."""
+    segment = token.split(".", 1)[0]
+    try:
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, binascii.Error):
+        return {}
+    return header if isinstance(header, dict) else {}
 
 
 def as_api_gateway_claims(claims: dict[str, Any]) -> dict[str, str]:

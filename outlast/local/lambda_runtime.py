@@ -54,12 +54,19 @@ class FunctionSpec:
         return f"arn:aws:lambda:us-east-1:123456789012:function:{self.name}"
 
 
+# Lambda gives a cold start its own init budget (10 s); locally, on a loaded two-core machine,
+# importing a function can take longer, and that must not eat into the invocation's timeout.
+INIT_TIMEOUT_SECONDS = 60.0
+
+
 @dataclass
 class _Invocation:
     request_id: str
     payload: bytes
-    deadline_ms: int
+    timeout_seconds: float
     trace_id: str
+    deadline_ms: int = 0  # set when the runtime takes the event: the clock starts after init
+    taken: threading.Event = field(default_factory=threading.Event)
     result: queue.Queue[tuple[str, bytes]] = field(default_factory=lambda: queue.Queue(maxsize=1))
 
 
@@ -91,6 +98,8 @@ class _RuntimeHandler(BaseHTTPRequestHandler):
             self._send(410)
             return
         api.in_flight[invocation.request_id] = invocation
+        invocation.deadline_ms = int((time.time() + invocation.timeout_seconds) * 1000)
+        invocation.taken.set()
         self._send(
             200,
             invocation.payload,
@@ -183,13 +192,15 @@ class ExecutionEnvironment:
             "PYTHONPATH": str(spec.code_dir),
             "PYTHONUNBUFFERED": "1",
         }
-        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and the template's handler
-            [sys.executable, "-m", "awslambdaric", spec.handler],
-            cwd=spec.code_dir,
-            env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        self.process: subprocess.Popen[str] = spawn(
+            lambda: subprocess.Popen(  # noqa: S603 - our own interpreter and the template's handler
+                guarded([sys.executable, "-m", "awslambdaric", spec.handler]),
+                cwd=spec.code_dir,
+                env=environment,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         )
         self._log_thread = threading.Thread(
             target=self._forward_logs, args=(self.process.stdout, log), daemon=True
@@ -213,30 +224,48 @@ class ExecutionEnvironment:
         invocation = _Invocation(
             request_id=str(uuid.uuid4()),
             payload=json.dumps(event).encode(),
-            deadline_ms=int((time.time() + timeout_seconds) * 1000),
+            timeout_seconds=timeout_seconds,
             trace_id=_trace_id(),
         )
         self._api.next_event.put(invocation)
+        self._wait(invocation.taken.is_set, INIT_TIMEOUT_SECONDS, "Init timed out")
         deadline = time.monotonic() + timeout_seconds
-        while True:
+        outcome: list[tuple[str, bytes]] = []
+
+        def answered() -> bool:
             try:
-                kind, body = invocation.result.get(timeout=0.1)
-                break
+                outcome.append(invocation.result.get_nowait())
             except queue.Empty:
-                if self._api.init_failed.is_set():
-                    error_type, detail = self._api.init_error or ("InitError", b"")
-                    self.stop()
-                    raise FunctionError(error_type, _error_message(detail)) from None
-                if self.process.poll() is not None:
-                    raise FunctionError("Runtime.ExitError", f"exit code {self.process.returncode}") from None
-                if time.monotonic() > deadline:
-                    # Lambda kills an environment that overran; so do we (the next one starts cold).
-                    self.stop()
-                    raise FunctionError("Task timed out", f"after {timeout_seconds:.0f} seconds") from None
+                return False
+            return True
+
+        self._wait(answered, deadline - time.monotonic(), "Task timed out")
+        kind, body = outcome[0]
         if kind == "error":
             error = _error_payload(body)
             raise FunctionError(str(error.get("errorType", "Error")), str(error.get("errorMessage", "")))
         return json.loads(body) if body else None
+
+    def _wait(self, done: Callable[[], bool], seconds: float, timeout_error: str) -> None:
+        """Poll until `done()`; a dead process, a failed init or the timeout end the wait."""
+        deadline = time.monotonic() + seconds
+        while not done():
+            if self._api.init_failed.is_set():
+                error_type, detail = self._api.init_error or ("InitError", b"")
+                self.stop()
+                raise FunctionError(error_type, _error_message(detail))
+            if self.process.poll() is not None:
+                raise FunctionError("Runtime.ExitError", f"exit code {self.process.returncode}")
+            if time.monotonic() > deadline:
+                # Lambda kills an environment that overran; so do we (the next one starts cold).
+                self.stop()
+                raise FunctionError(timeout_error, f"after {seconds:.0f} seconds")
+            time.sleep(0.02)
+
+    def terminate(self) -> None:
+        """Ask the process to stop without waiting for it."""
+        if self.process.poll() is None:
+            self.process.terminate()
 
     def stop(self) -> None:
         """Terminate the process and its Runtime API."""
@@ -312,13 +341,63 @@ class FunctionPool:
             self._release(environment)
 
     def stop(self) -> None:
-        """Stop every environment; invocations in progress fail."""
+        """Stop every environment at once; invocations in progress fail."""
         with self._available:
             self._closed = True
             environments, self._all, self._idle = list(self._all), [], []
             self._available.notify_all()
         for environment in environments:
+            environment.terminate()
+        for environment in environments:
             environment.stop()
+
+
+def guarded(command: list[str]) -> list[str]:
+    """COMMAND run so that it ends when this process dies (see outlast.local.orphan_guard)."""
+    return [sys.executable, "-m", "outlast.local.orphan_guard", str(os.getpid()), "--", *command]
+
+
+class _Spawner:
+    """Starts child processes from one long-lived thread.
+
+    Linux sends the parent-death signal when the *thread* that forked a child exits; requests are
+    served on short-lived threads, so a process they started directly would die with them.
+    """
+
+    def __init__(self) -> None:
+        self._requests: queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]] = queue.Queue()
+        self._thread = threading.Thread(target=self._serve, name="spawner", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            start, reply = self._requests.get()
+            try:
+                reply.put(start())
+            except Exception as error:  # noqa: BLE001 - handed back to the caller, who raises it
+                reply.put(error)
+
+    def run(self, start: Callable[[], Any]) -> Any:
+        reply: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._requests.put((start, reply))
+        result = reply.get()
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+_spawner_lock = threading.Lock()
+_spawners: list[_Spawner] = []
+
+
+def spawn(start: Callable[[], subprocess.Popen[Any]]) -> subprocess.Popen[Any]:
+    """Run `start` (which creates a child process) on the spawner thread."""
+    with _spawner_lock:
+        if not _spawners:
+            _spawners.append(_Spawner())
+        spawner = _spawners[0]
+    process: subprocess.Popen[Any] = spawner.run(start)
+    return process
 
 
 def host_environment() -> dict[str, str]:

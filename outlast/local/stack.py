@@ -32,7 +32,14 @@ from outlast.local import event_sources
 from outlast.local.event_sources import SqsSource, StreamSource
 from outlast.local.http_front import ApiConfig, ApiFront, Cors, Route, TokenBucket
 from outlast.local.jwt_auth import JwtAuthorizer, JwtVerifier
-from outlast.local.lambda_runtime import FunctionError, FunctionPool, FunctionSpec, host_environment
+from outlast.local.lambda_runtime import (
+    FunctionError,
+    FunctionPool,
+    FunctionSpec,
+    guarded,
+    host_environment,
+    spawn,
+)
 from outlast.local.model_server import ModelServer
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
@@ -63,6 +70,11 @@ class LocalOptions:
     verbose: bool = False
     chaos: ChaosSpec | None = None  # run every function under the fault-injection shim (chaos_shim)
     log: Callable[[str], None] = print
+
+
+def log_dir(port: int) -> Path:
+    """Where the stack on `port` writes moto's and each function's log."""
+    return STATE_DIR / f"logs-{port}"
 
 
 def state_path(port: int) -> Path:
@@ -112,8 +124,8 @@ class _Loop:
     def stop(self) -> None:
         self._stop.set()
 
-    def join(self) -> None:
-        self._thread.join(timeout=5)
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=timeout)
 
 
 class LocalStack:
@@ -180,21 +192,24 @@ class LocalStack:
         return self
 
     def _start_moto(self) -> None:
-        STATE_DIR.mkdir(exist_ok=True)
+        logs = log_dir(self.options.port)
+        logs.mkdir(parents=True, exist_ok=True)
         port = _free_port()
         # Its output goes to a file: a pipe nobody reads would fill up and stall every AWS call.
-        with (STATE_DIR / "moto.log").open("w") as log:
-            self.moto = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                [sys.executable, "-m", "outlast.local.moto_server", "--port", str(port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        with (logs / "moto.log").open("w") as log:
+            self.moto = spawn(
+                lambda: subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                    guarded([sys.executable, "-m", "outlast.local.moto_server", "--port", str(port)]),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                )
             )
         self.endpoint = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while not _accepts(port):
             if self.moto.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("moto did not start; see .local/moto.log")
+                raise RuntimeError(f"moto did not start; see {logs / 'moto.log'}")
             time.sleep(0.05)
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
@@ -241,8 +256,7 @@ class LocalStack:
             self.pools[spec.arn] = FunctionPool(spec, base, self._function_log(spec))
 
     def _function_log(self, spec: FunctionSpec) -> Callable[[str], None]:
-        STATE_DIR.mkdir(exist_ok=True)
-        path = STATE_DIR / f"{spec.logical_id}.log"
+        path = log_dir(self.options.port) / f"{spec.logical_id}.log"
         lock = threading.Lock()
         handle = path.open("a", encoding="utf-8")
 
@@ -495,23 +509,30 @@ class LocalStack:
         state_path(self.options.port).write_text(json.dumps(self.describe(), indent=2))
 
     def stop(self) -> None:
-        """Stop everything started, newest first; leaves no process behind."""
+        """Stop everything started; leaves no process behind, and does not wait on each in turn."""
         for loop in self.loops:
             loop.stop()
         if self._front is not None:
             self._front.stop()
-        for pool in self.pools.values():
-            pool.stop()
-        for loop in self.loops:
-            loop.join()
-        if self._model is not None:
-            self._model.stop()
+        # Every process is told to stop at once, then waited for: one slow exit does not queue the rest.
         if self.moto is not None and self.moto.poll() is None:
             self.moto.terminate()
+        pools = [threading.Thread(target=pool.stop, daemon=True) for pool in self.pools.values()]
+        for thread in pools:
+            thread.start()
+        if self._model is not None:
+            self._model.stop()
+        deadline = time.monotonic() + 10
+        for thread in pools:
+            thread.join(timeout=max(0.1, deadline - time.monotonic()))
+        for loop in self.loops:
+            loop.join(timeout=max(0.1, deadline - time.monotonic()))
+        if self.moto is not None:
             try:
-                self.moto.wait(timeout=5)
+                self.moto.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 self.moto.kill()
+                self.moto.wait(timeout=5)
         with contextlib.suppress(FileNotFoundError):
             state_path(self.options.port).unlink()
 

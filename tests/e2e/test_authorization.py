@@ -146,8 +146,10 @@ def test_an_expired_token_is_401_from_the_authorizer(
         {"aud": "some-other-client"},
         {"nbf": 4_102_444_800},
         {"exp": None},
+        # API Gateway: "iat - Must be before the current time in UTC."
+        {"iat": 4_102_444_800, "auth_time": 4_102_444_800},
     ],
-    ids=["another issuer", "another audience", "not yet valid", "no expiry"],
+    ids=["another issuer", "another audience", "not yet valid", "no expiry", "issued in the future"],
 )
 def test_a_token_with_wrong_claims_is_401(
     stack: RunningStack, real_claims: dict[str, Any], change: dict[str, Any]
@@ -155,6 +157,21 @@ def test_a_token_with_wrong_claims_is_401(
     now = int(time.time())
     claims = {**real_claims, "iat": now, "exp": now + 600, **change}
     token = forge_token({k: v for k, v in claims.items() if v is not None})
+    assert_api_gateway_401(stack.call("GET", "/v1/jobs", token=token))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [{"alg": "RS256", "typ": "JWT"}, {"alg": "RS256", "kid": "another-key", "typ": "JWT"}],
+    ids=["no kid", "unknown kid"],
+)
+def test_a_token_whose_kid_names_no_key_of_the_pool_is_401(
+    stack: RunningStack, real_claims: dict[str, Any], header: dict[str, str]
+) -> None:
+    """API Gateway: "kid - The token must have a header claim that matches the key in the
+    jwks_uri that signed the token." The signature itself is valid here."""
+    now = int(time.time())
+    token = forge_token({**real_claims, "iat": now, "exp": now + 600}, header)
     assert_api_gateway_401(stack.call("GET", "/v1/jobs", token=token))
 
 

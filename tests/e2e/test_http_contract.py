@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -68,6 +69,8 @@ def test_the_submit_answer_is_a_complete_status_document_readable_at_once(stack:
     assert document["operation"] == "summarize"
     assert document["attempts"] == 0
     assert document["createdAt"] == document["updatedAt"]
+    created = datetime.fromisoformat(document["createdAt"])
+    assert datetime.fromisoformat(document["expiresAt"]) - created == timedelta(days=30)
     assert (document["cancelRequestedAt"], document["resultUrl"], document["error"], document["usage"]) == (
         None,
         None,
@@ -149,6 +152,18 @@ def test_an_idempotency_key_of_255_characters_is_accepted_with_or_without_quotes
 
 
 LABELS = {"labels": ["billing", "support"]}
+
+
+def _options(options: dict[str, Any]) -> bytes:
+    return json.dumps({**SUMMARIZE, "options": options}).encode()
+
+
+def _classify(labels: list[str]) -> bytes:
+    return json.dumps(
+        {"operation": "classify", "input": {"text": "x"}, "options": {"labels": labels}}
+    ).encode()
+
+
 INVALID_SUBMITS: list[tuple[str, dict[str, str] | None, bytes, str]] = [
     # (case, Idempotency-Key header (None: absent), body, code)
     ("missing key", None, json.dumps(SUMMARIZE).encode(), "missing_idempotency_key"),
@@ -235,6 +250,23 @@ INVALID_SUBMITS: list[tuple[str, dict[str, str] | None, bytes, str]] = [
         "invalid_request",
     ),
     ("labels for summarize", {}, json.dumps({**SUMMARIZE, "options": LABELS}).encode(), "invalid_request"),
+    (
+        "key of 258 chars",
+        {"Idempotency-Key": "k" * 258},
+        json.dumps(SUMMARIZE).encode(),
+        "invalid_idempotency_key",
+    ),
+    (
+        "explicit null input",
+        {},
+        json.dumps({"operation": "summarize", "input": None}).encode(),
+        "invalid_request",
+    ),
+    ("maxOutputTokens 4097", {}, _options({"maxOutputTokens": 4097}), "invalid_request"),
+    ("maxOutputTokens true", {}, _options({"maxOutputTokens": True}), "invalid_request"),
+    ("duplicate labels", {}, _classify(["a", "a"]), "invalid_request"),
+    ("51 labels", {}, _classify([f"label-{i}" for i in range(51)]), "invalid_request"),
+    ("a blank label", {}, _classify(["a", "   "]), "invalid_request"),
 ]
 
 

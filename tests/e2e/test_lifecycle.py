@@ -53,6 +53,8 @@ JOBS: dict[str, tuple[str, str, tuple[str, ...] | None]] = {
     "classify": ("classify", "Where is my parcel? The shipping label says it left last week.", LABELS),
     "rate_limit_twice": ("summarize", "Busy provider, then fine. [[fault:rate_limit*2]]", None),
     "rate_limit_always": ("summarize", "Busy provider for good. [[fault:rate_limit*5]]", None),
+    "server_error_once": ("analyze", "A provider hiccup. [[fault:server_error*1]]", None),
+    "timeout_once": ("summarize", "A provider that hangs once. [[fault:timeout*1]]", None),
     "context_length": ("analyze", "Far too long for the model. [[fault:context_length]]", None),
     "content_policy": ("summarize", "Something the provider refuses. [[fault:content_policy]]", None),
 }
@@ -114,6 +116,19 @@ def test_two_rate_limits_then_success_takes_three_attempts(
     assert document["attempts"] == 3
     calls = stack.model_calls(job.request_hash, at_least=3)
     assert [call["status"] for call in calls] == [429, 429, 200]
+
+
+@pytest.mark.parametrize(("name", "first"), [("server_error_once", 500), ("timeout_once", None)])
+def test_a_5xx_or_a_timeout_is_retried_and_the_next_attempt_succeeds(
+    stack: RunningStack, jobs: dict[str, Submitted], name: str, first: int | None
+) -> None:
+    """A timeout: the local model never answers, the worker's 5 s provider timeout gives up."""
+    job = jobs[name]
+    document = _terminal(stack, job)
+    assert document["status"] == "Succeeded"
+    assert document["attempts"] == 2
+    calls = sorted(stack.model_calls(job.request_hash, at_least=2), key=lambda call: call["started"])
+    assert [call["status"] for call in calls] == [first, 200]
 
 
 def test_rate_limits_beyond_max_attempts_fail_with_retries_exhausted(

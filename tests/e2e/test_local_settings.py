@@ -1,19 +1,24 @@
 """Local mode follows the CDK app: a second stack, synthesized with other context values, behaves
-by them with no other edit. Also where only a stack of its own can help: the submit rate's 429
-(3 a minute here instead of 60), a cancel that certainly finds its job Pending, and a clean stop.
+by them with no other edit. Also what only a stack of its own can show: the submit rate's 429
+(3 a minute here instead of 60), a cancel that certainly finds its job Pending, a worker crash
+(its processes are killed, which would disturb other tests' jobs on the shared stack), and a
+clean stop.
 
 The Pending cancel: over HTTP alone, a fresh job's claim races the cancel (the worker takes it
-within a second or two). A job backing off after a rate limit is Pending with a known
-`dispatchAt`, but locally the backoff is 1 s. This stack raises the worker's backoff base with
-`outlast local up --env` (local policy, not CDK context, sets it), so a job that failed its
-first attempt stays Pending for BACKOFF_BASE_SECONDS / 2 at least: seconds, not milliseconds.
+within a second or two). A job backing off after a rate limit is Pending until its `dispatchAt`,
+but locally the backoff is 1 s. This stack raises the worker's backoff base with
+`outlast local up --env` (local policy, not CDK context, sets it locally), so a job that failed
+its first attempt stays Pending for BACKOFF_BASE_SECONDS / 2 at least: seconds, not milliseconds.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +36,7 @@ from tests.support.local_stack import (
     assert_retry_after,
     assert_status_document,
     descendants,
+    function_processes,
     port_of,
     request_hash,
     start_stack,
@@ -48,7 +54,9 @@ SETTINGS_CONTEXT = {
     "maxAttempts": str(MAX_ATTEMPTS),
     "pollAfterSeconds": str(POLL_AFTER_SECONDS),
 }
-BACKOFF_BASE_SECONDS = 6
+BACKOFF_BASE_SECONDS = 8
+# Locally 5 s; longer here, so that two slow calls are surely in flight together at a crash.
+PROVIDER_TIMEOUT_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +64,14 @@ def settings_stack() -> Iterator[RunningStack]:
     running = start_stack(
         PROJECT_ROOT / "cdk.out.e2e-settings",
         SETTINGS_CONTEXT,
-        ["--schedule-seconds", "2", "--env", f"BACKOFF_BASE_SECONDS={BACKOFF_BASE_SECONDS}"],
+        [
+            "--schedule-seconds",
+            "2",
+            "--env",
+            f"BACKOFF_BASE_SECONDS={BACKOFF_BASE_SECONDS}",
+            "--env",
+            f"PROVIDER_TIMEOUT_SECONDS={PROVIDER_TIMEOUT_SECONDS}",
+        ],
     )
     yield running
     if running.process.poll() is None:
@@ -171,17 +186,28 @@ def test_over_submits_per_minute_is_429_with_retry_after(settings_stack: Running
 # --- maxAttempts and a Pending cancel --------------------------------------------------------------
 
 
-def test_a_failing_job_gives_up_after_max_attempts_of_this_stack(settings_stack: RunningStack) -> None:
-    token = settings_stack.token(unique("settings-attempts"))
-    text = f"{unique('busy')}. [[fault:rate_limit*5]]"
-    job_id = settings_stack.submit(token, _summarize(text)).body["jobId"]
-    document = settings_stack.wait_terminal(job_id, token)
-    assert_status_document(document, job_id)
-    assert document["status"] == "Failed"
-    assert document["error"]["code"] == "retries_exhausted"
-    assert document["attempts"] == MAX_ATTEMPTS
-    calls = settings_stack.model_calls(request_hash("summarize", text), at_least=MAX_ATTEMPTS)
-    assert [call["status"] for call in calls] == [429] * MAX_ATTEMPTS
+@dataclass(frozen=True)
+class BackingOff:
+    """A job that is always rate limited, and one rate limited once, submitted together."""
+
+    token: str
+    exhausting: str
+    exhausting_text: str
+    canceled: str
+    canceled_text: str
+
+
+@pytest.fixture(scope="module")
+def backing_off(settings_stack: RunningStack) -> BackingOff:
+    """Both jobs spend their backoff at the same time, so their two tests share the wait."""
+    token = settings_stack.token(unique("settings-backoff"))
+    exhausting_text = f"{unique('busy')}. [[fault:rate_limit*5]]"
+    canceled_text = f"{unique('backoff')}. [[fault:rate_limit*1]]"
+    exhausting, canceled = (
+        settings_stack.submit(token, _summarize(text)).body["jobId"]
+        for text in (exhausting_text, canceled_text)
+    )
+    return BackingOff(token, exhausting, exhausting_text, canceled, canceled_text)
 
 
 def _wait_backing_off(stack: RunningStack, job_id: str, token: str) -> dict[str, Any]:
@@ -199,7 +225,7 @@ def _wait_queue_drained(stack: RunningStack) -> None:
     logical_id, _ = _jobs_queue(stack)
     sqs, url = stack.aws("sqs"), stack.state["queues"][logical_id]
     names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
         if all(attributes.get(name) == "0" for name in names):
@@ -209,16 +235,15 @@ def _wait_queue_drained(stack: RunningStack) -> None:
 
 
 def test_cancel_of_a_pending_job_is_200_canceled_and_it_never_runs_again(
-    settings_stack: RunningStack,
+    settings_stack: RunningStack, backing_off: BackingOff
 ) -> None:
-    token = settings_stack.token(unique("settings-cancel"))
-    text = f"{unique('backoff')}. [[fault:rate_limit*1]]"
-    job_id = settings_stack.submit(token, _summarize(text)).body["jobId"]
+    token, job_id = backing_off.token, backing_off.canceled
     _wait_backing_off(settings_stack, job_id, token)
 
     answer = settings_stack.call("POST", f"/v1/jobs/{job_id}/cancellation", token=token)
     assert answer.status == 200, answer.raw
     assert answer.body["status"] == "Canceled"
+    assert answer.body["attempts"] == 1
     assert answer.body["cancelRequestedAt"] is not None
     assert "retry-after" not in answer.headers
     assert_status_document(answer.body, job_id)
@@ -227,7 +252,62 @@ def test_cancel_of_a_pending_job_is_200_canceled_and_it_never_runs_again(
     _wait_queue_drained(settings_stack)
     document = settings_stack.call("GET", f"/v1/jobs/{job_id}", token=token).body
     assert document == answer.body
-    assert len(settings_stack.model_calls(request_hash("summarize", text), at_least=1)) == 1
+    calls = settings_stack.model_calls(request_hash("summarize", backing_off.canceled_text), at_least=1)
+    assert len(calls) == 1
+
+
+def test_a_failing_job_gives_up_after_max_attempts_of_this_stack(
+    settings_stack: RunningStack, backing_off: BackingOff
+) -> None:
+    job_id = backing_off.exhausting
+    document = settings_stack.wait_terminal(job_id, backing_off.token)
+    assert_status_document(document, job_id)
+    assert document["status"] == "Failed"
+    assert document["error"]["code"] == "retries_exhausted"
+    assert document["attempts"] == MAX_ATTEMPTS
+    text_hash = request_hash("summarize", backing_off.exhausting_text)
+    calls = settings_stack.model_calls(text_hash, at_least=MAX_ATTEMPTS)
+    assert [call["status"] for call in calls] == [429] * MAX_ATTEMPTS
+
+
+def test_after_a_worker_crash_the_sweeper_reruns_one_job_and_finishes_a_cancel(
+    settings_stack: RunningStack,
+) -> None:
+    """A crash, not an error: the worker writes nothing more. Once the lease (5 s here) expires,
+    the sweeper puts a Running job back to Pending and re-sends it (the next attempt finishes it),
+    and ends a CancellationRequested job as Canceled, since no lease holder is left to do it."""
+    token = settings_stack.token(unique("settings-crash"))
+    # Slow enough to be in flight together, well under this stack's provider timeout.
+    rerun, cancel = (
+        settings_stack.submit(token, _summarize(f"{unique('crash')}. [[delay:6]]")).body["jobId"]
+        for _ in range(2)
+    )
+    for job_id in (rerun, cancel):
+        settings_stack.wait_status(job_id, token, "Running")
+    workers = function_processes(settings_stack, FunctionName.WORKER.handler)
+    assert workers
+    for pid in workers:  # processes of the stack this module started
+        os.kill(pid, signal.SIGKILL)
+
+    # At once, while the dead worker's lease (renewed every second until the crash) still holds:
+    # nobody acts on the request, so asking again is 202 too, with the first request's time.
+    requested = settings_stack.call("POST", f"/v1/jobs/{cancel}/cancellation", token=token)
+    again = settings_stack.call("POST", f"/v1/jobs/{cancel}/cancellation", token=token)
+    assert (requested.status, again.status) == (202, 202), (requested.raw, again.raw)
+    assert requested.body["status"] == again.body["status"] == "CancellationRequested"
+    assert again.body["cancelRequestedAt"] == requested.body["cancelRequestedAt"]
+    assert_retry_after(again)
+    in_flight = settings_stack.call("GET", f"/v1/jobs/{rerun}", token=token).body
+    assert in_flight["status"] in {"Running", "Pending"}, f"precondition: in flight at the crash, {in_flight}"
+
+    canceled = settings_stack.wait_terminal(cancel, token)
+    assert canceled["status"] == "Canceled", canceled
+    assert canceled["attempts"] == 1
+    assert canceled["cancelRequestedAt"] == requested.body["cancelRequestedAt"]
+    document = settings_stack.wait_terminal(rerun, token)
+    assert document["status"] == "Succeeded", document
+    assert document["attempts"] == 2
+    assert settings_stack.call("GET", f"/v1/jobs/{rerun}/result", token=token).status == 200
 
 
 # --- a clean stop (keep last: it stops the module's stack) ------------------------------------------
@@ -239,9 +319,10 @@ def test_stopping_the_stack_leaves_nothing_behind(settings_stack: RunningStack) 
     ports = [port_of(settings_stack.state[name]) for name in ("apiUrl", "awsEndpoint", "modelUrl")]
     assert all(accepts_connections(port) for port in ports)
 
-    stop_stack(settings_stack)
+    # Cleanliness, not speed, is the point here: a loaded machine may take a while (never killed early).
+    stop_stack(settings_stack, timeout_seconds=180)
 
-    assert settings_stack.process.returncode == 0  # stopped by Ctrl-C, not killed after a timeout
+    assert settings_stack.process.returncode == 0  # it exited on Ctrl-C, nobody had to kill it
     assert not state_path(settings_stack.port).exists()
     assert [port for port in ports if accepts_connections(port)] == []
     assert still_running(children) == []

@@ -225,11 +225,11 @@ def start_stack(
     return RunningStack(process=process, port=port, state=read_state(port), cdk_out=cdk_out)
 
 
-def stop_stack(stack: RunningStack) -> None:
-    """Ctrl-C, as a user would; the stack must stop everything it started."""
+def stop_stack(stack: RunningStack, timeout_seconds: float = 30) -> None:
+    """Ctrl-C, as a user would; the stack must stop everything it started (killed after the timeout)."""
     stack.process.send_signal(signal.SIGINT)
     try:
-        stack.process.wait(timeout=30)
+        stack.process.wait(timeout=timeout_seconds)
     except subprocess.TimeoutExpired:
         stack.process.kill()
         stack.process.wait(timeout=10)
@@ -308,11 +308,12 @@ def token_claims(token: str) -> dict[str, Any]:
     return claims
 
 
-def forge_token(claims: Mapping[str, Any]) -> str:
+def forge_token(claims: Mapping[str, Any], header: Mapping[str, str] | None = None) -> str:
     """A token signed with moto's bundled Cognito key (kid "dummy"), so that the signature is valid
-    and only the claims decide: moto cannot issue an expired token, this can."""
+    and only the claims (or the header) decide: moto cannot issue an expired token, this can."""
     key = RSAKey.import_key(load_resource("cognitoidp/resources/jwks-private.json"))
-    return str(jwt.encode({"alg": "RS256", "kid": "dummy", "typ": "JWT"}, dict(claims), key))
+    chosen = dict(header) if header is not None else {"alg": "RS256", "kid": "dummy", "typ": "JWT"}
+    return str(jwt.encode(chosen, dict(claims), key))
 
 
 def port_of(url: str) -> int:
@@ -353,6 +354,19 @@ def descendants(pid: int) -> dict[int, str]:
             below[child] = start
             pending.append(child)
     return below
+
+
+def function_processes(stack: RunningStack, handler: str) -> list[int]:
+    """The live function processes of a stack that run this handler (awslambdaric children)."""
+    found = []
+    for pid in descendants(stack.process.pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if handler.encode() in command:
+            found.append(pid)
+    return found
 
 
 def still_running(processes: Mapping[int, str]) -> list[int]:

@@ -14,8 +14,10 @@ import httpx2
 import openai
 import pytest
 
-from functions.worker.provider import classify_error
+from functions.worker.provider import OpenAIChatProvider, classify_error
 from shared.errors import TerminalProviderError, TransientProviderError
+from shared.job import Usage
+from shared.ports import CompletionRequest
 
 PROVIDER_TEXT = "Raw provider text: org-8f2 key sk-live-123 quota exceeded"
 
@@ -178,3 +180,40 @@ class TestTerminal:
         error = sdk_error(lambda _request: httpx2.Response(400, text="<html>Bad Request</html>"))
 
         assert terminal(error).job_code == "invalid_input"
+
+
+class TestAFilteredAnswer:
+    """A 200 whose choice was filtered: a terminal content_policy failure that keeps the billed usage."""
+
+    def test_it_fails_with_content_policy_and_keeps_the_usage(self) -> None:
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "content_filter",
+                    "message": {"role": "assistant", "content": ""},
+                }
+            ],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+        }
+        provider = OpenAIChatProvider(
+            lambda: "sk-unit-test",
+            lambda key: openai.OpenAI(
+                api_key=key,
+                base_url="http://model.invalid/v1",
+                max_retries=0,
+                http_client=httpx2.Client(
+                    transport=httpx2.MockTransport(lambda _r: httpx2.Response(200, json=body))
+                ),
+            ),
+        )
+
+        with pytest.raises(TerminalProviderError) as raised:
+            provider.complete(CompletionRequest(model="gpt-4o-mini", messages=[], max_output_tokens=None))
+
+        assert raised.value.job_code == "content_policy"
+        assert raised.value.usage == Usage(input_tokens=12, output_tokens=3)

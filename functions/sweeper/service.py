@@ -16,13 +16,12 @@ from functions.sweeper.dependencies import SweeperDependencies
 from shared import resources as r
 from shared.clock import truncate_to_millis
 from shared.job import JobError, JobRecord
+from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.observability import current_trace_id, logger, metrics
 from shared.ports import JobMessage, Transition, TransitionConflictError
 
-RETRIES_EXHAUSTED = JobError(
-    code="retries_exhausted", message="The provider kept failing; the job gave up after its last attempt."
-)
+RETRIES_EXHAUSTED = job_error("retries_exhausted")
 
 
 @dataclass

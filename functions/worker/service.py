@@ -20,6 +20,7 @@ from functions.worker.dependencies import WorkerDependencies
 from shared.clock import truncate_to_millis
 from shared.errors import TerminalProviderError, TransientProviderError
 from shared.job import BlobLocation, JobError, JobRecord, JobResult, Usage
+from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
@@ -28,16 +29,6 @@ from shared.prompts import template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
 
 T = TypeVar("T")
-
-# Safe, stable messages for each job error code: what a caller may read in the status document.
-ERROR_MESSAGES = {
-    "invalid_input": "The provider rejected the request as invalid.",
-    "context_length_exceeded": "The input is too long for the model's context window.",
-    "content_policy": "The provider declined the input under its content policy.",
-    "provider_auth": "The provider refused the service's credentials; operators have been alerted.",
-    "retries_exhausted": "The provider kept failing; the job gave up after its last attempt.",
-    "input_missing": "The job's input is no longer available.",
-}
 
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not an error
@@ -213,7 +204,7 @@ class JobWorker:
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
 
     async def _fail(self, run: _Run, code: str) -> None:
-        await self._terminal(run, JobStatus.FAILED, error=JobError(code=code, message=ERROR_MESSAGES[code]))
+        await self._terminal(run, JobStatus.FAILED, error=job_error(code))
 
     async def _cancel(self, run: _Run) -> None:
         await self._terminal(run, JobStatus.CANCELED)
@@ -311,7 +302,7 @@ class JobWorker:
             source=JobStatus.PENDING,
             target=JobStatus.FAILED,
             now=now,
-            error=JobError(code="retries_exhausted", message=ERROR_MESSAGES["retries_exhausted"]),
+            error=job_error("retries_exhausted"),
         )
         try:
             await self._io(self._deps.repository.transition, transition)

@@ -123,11 +123,11 @@ class ChaosSpec:
 
     @classmethod
     def load(cls, value: str, default_state_dir: Path | None = None) -> ChaosSpec:
-        """A spec from inline JSON or from the path of a JSON file."""
+        """A spec from inline JSON or from the path of a JSON file (ValueError/TypeError when bad)."""
         text = value if value.lstrip().startswith("{") else Path(value).read_text(encoding="utf-8")
         raw = json.loads(text)
         if not isinstance(raw, dict):
-            raise ValueError("a chaos spec is a JSON object")
+            raise TypeError("a chaos spec is a JSON object")
         return cls.from_dict(raw, default_state_dir)
 
     def prepare(self) -> ChaosSpec:

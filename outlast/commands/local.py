@@ -75,7 +75,7 @@ def _up(arguments: argparse.Namespace) -> int:
     if arguments.chaos is not None:
         try:
             spec = ChaosSpec.load(arguments.chaos, STATE_DIR / "chaos" / str(arguments.port))
-        except (OSError, ValueError) as error:
+        except (OSError, TypeError, ValueError) as error:
             print(f"--chaos: {error}", file=sys.stderr)
             return 2
         options.chaos = spec.prepare()

@@ -7,14 +7,15 @@ imports the real handler, wraps a few adapter and use-case methods of that funct
 process only, then delegates every event to the real handler. Production code carries no hook:
 what runs is the deployed code, with faults added around it from the outside.
 
-| fault                           | where                                         | what happens                     |
-|---------------------------------|-----------------------------------------------|----------------------------------|
-| `submit_death_after_claim`      | after `DynamoJobRepository.claim_idempotency_key` wins | the process exits (137) |
-| `submit_death_after_input`      | after `DynamoS3PayloadStore.put_input`, same invocation won the claim | exits   |
-| `relay_failure`                 | `SqsJobQueue.send_batch`, the job's first send | that entry reported failed      |
-| `relay_outage`                  | `SqsJobQueue.send_batch`, every send           | that entry reported failed      |
-| `worker_death_after_claim`      | after `JobWorker._claim` returns a run         | exits, the whole batch with it   |
-| `worker_death_after_model_call` | after `JobWorker._call_under_lease` returns    | exits, the whole batch with it   |
+- `submit_death_after_claim`: exit (137) right after `DynamoJobRepository.claim_idempotency_key`
+  returns having won the claim;
+- `submit_death_after_input`: exit right after `DynamoS3PayloadStore.put_input`, when the same
+  invocation won the claim (a retry that completes the submit goes through);
+- `relay_failure`: `SqsJobQueue.send_batch` reports the job's entry failed, its first send only;
+- `relay_outage`: the same, every send (the stream gives up, the sweeper must dispatch it);
+- `worker_death_after_claim`: exit right after `JobWorker._claim` returns a run (the lease is held);
+- `worker_death_after_model_call`: exit right after `JobWorker._call_under_lease` returns the
+  answer, before anything is recorded. A worker death takes the whole batch with it.
 
 An exit makes the local runtime report a failed invocation, as Lambda does when a runtime
 dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on the queue.

@@ -11,6 +11,7 @@ import base64
 import json
 import re
 import secrets
+import sys
 import threading
 import time
 import urllib.parse
@@ -133,6 +134,12 @@ class _Front(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.config = config
         self.routes = sorted(config.routes, key=lambda r: r.specificity, reverse=True)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up is normal (a timeout, Ctrl-C); anything else is printed as usual."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

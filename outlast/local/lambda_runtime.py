@@ -305,7 +305,8 @@ class FunctionPool:
         self._available = threading.Condition()
         self._closed = False
 
-    def _acquire(self) -> ExecutionEnvironment:
+    def _acquire(self, max_wait: float | None) -> ExecutionEnvironment:
+        deadline = None if max_wait is None else time.monotonic() + max_wait
         with self._available:
             while True:
                 if self._closed:
@@ -320,6 +321,8 @@ class FunctionPool:
                     environment = ExecutionEnvironment(self.spec, self._base, self._log)
                     self._all.append(environment)
                     return environment
+                if deadline is not None and time.monotonic() > deadline:
+                    raise FunctionError("Local.Busy", f"no free environment within {max_wait:.0f} s")
                 self._available.wait(timeout=1)
 
     def _release(self, environment: ExecutionEnvironment) -> None:
@@ -332,9 +335,13 @@ class FunctionPool:
                 environment.stop()
             self._available.notify()
 
-    def invoke(self, event: Any) -> Any:
-        """Run one event on a warm environment if there is one (a cold start otherwise)."""
-        environment = self._acquire()
+    def invoke(self, event: Any, max_wait: float | None = None) -> Any:
+        """Run one event on a warm environment if there is one (a cold start otherwise).
+
+        `max_wait` bounds the wait for a free environment (a synchronous caller such as API
+        Gateway gives up); pollers wait as long as it takes, as Lambda's event sources do.
+        """
+        environment = self._acquire(max_wait)
         try:
             return environment.invoke(event, self.spec.timeout_seconds)
         finally:

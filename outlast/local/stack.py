@@ -53,6 +53,9 @@ LOCAL_FUNCTION_ENVIRONMENT = {
     "PROVIDER_TIMEOUT_SECONDS": "5",
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
+# An HTTP API gives up on an integration after 30 s; a request that finds every environment busy
+# that long gets API Gateway's 500 instead of waiting forever.
+INTEGRATION_TIMEOUT_SECONDS = 30.0
 LOCAL_CONCURRENCY = 4  # per function: two cores do not gain from more processes
 STATE_DIR = PROJECT_ROOT / ".local"
 
@@ -66,7 +69,8 @@ class LocalOptions:
     context: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     schedule_seconds: float | None = None  # run scheduled functions this often instead of their rate
-    reap_seconds: float = 5.0
+    # moto never expires items; the reaper scans under moto's one lock, so not too often.
+    reap_seconds: float = 30.0
     verbose: bool = False
     chaos: ChaosSpec | None = None  # run every function under the fault-injection shim (chaos_shim)
     log: Callable[[str], None] = print
@@ -269,13 +273,13 @@ class LocalStack:
 
         return log
 
-    def invoker(self, function_arn: str) -> Callable[[dict[str, Any]], Any]:
+    def invoker(self, function_arn: str, max_wait: float | None = None) -> Callable[[dict[str, Any]], Any]:
         """Invoke a function by ARN; a function failure becomes the pollers' FunctionError."""
         pool = self.pools[function_arn]
 
         def invoke(event: dict[str, Any]) -> Any:
             try:
-                return pool.invoke(event)
+                return pool.invoke(event, max_wait)
             except FunctionError as error:
                 self.options.log(f"[{pool.spec.name}] invocation failed: {error.error_type}")
                 raise event_sources.FunctionError(error.error_type) from error
@@ -321,9 +325,8 @@ class LocalStack:
                 raise RuntimeError(
                     f"route {properties['RouteKey']} names a JWT authorizer local mode cannot find"
                 )
-            routes.append(
-                Route(str(properties["RouteKey"]), self.invoker(self._arn_of(function_arn)), authorizer)
-            )
+            invoke = self.invoker(self._arn_of(function_arn), max_wait=INTEGRATION_TIMEOUT_SECONDS)
+            routes.append(Route(str(properties["RouteKey"]), invoke, authorizer))
         return ApiConfig(api_id=api_id, routes=routes, cors=self._cors(apis), throttle=self._throttle())
 
     def _arn_of(self, uri: str) -> str:
@@ -469,10 +472,12 @@ class LocalStack:
                     k["AttributeName"] for k in dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
                 ]
                 paginator = dynamodb.get_paginator("scan")
+                names = {"#ttl": attribute, **{f"#k{i}": key for i, key in enumerate(keys)}}
                 pages = paginator.paginate(
                     TableName=table,
                     FilterExpression="#ttl < :now",
-                    ExpressionAttributeNames={"#ttl": attribute},
+                    ProjectionExpression=", ".join(f"#k{i}" for i in range(len(keys))),
+                    ExpressionAttributeNames=names,
                     ExpressionAttributeValues={":now": {"N": str(now)}},
                 )
                 for page in pages:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from functions.worker.service import ERROR_MESSAGES
 from outlast.operator.plan import (
     DISPATCHING,
     DROPPING,
@@ -29,6 +28,7 @@ from outlast.operator.plan import (
     write_for,
 )
 from shared.job import JobError, JobRecord
+from shared.job_errors import ERROR_MESSAGES
 from shared.lifecycle import JobStatus
 from shared.ports import Transition
 from tests.support.jobs import new_job

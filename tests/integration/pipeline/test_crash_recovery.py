@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 import functions.relay.handler
-from functions.worker.service import ERROR_MESSAGES, JobWorker
+from functions.worker.service import JobWorker
+from shared.job_errors import ERROR_MESSAGES
 from tests.support.faults import InjectedFaultError, fail_once
 from tests.support.pipeline import Pipeline
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from functions.worker.service import ERROR_MESSAGES
+from shared.job_errors import ERROR_MESSAGES
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.integration

@@ -1,0 +1,224 @@
+"""The fault plan: which fault each job of a chaos run gets, seeded and reproducible.
+
+Every job gets exactly one fault kind (or none), so the model calls and the outcome of a job
+can be put down to its fault. The seed decides the kinds' order, the operations and the texts;
+the run id only makes keys, users and texts unique, so the same seed can run twice on one stack.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+
+from outlast.chaos.spec import ProcessFault, tag
+from outlast.client import SubmitRequest
+
+JOBS_PER_OWNER = 10  # keeps every owner far below the default 60 submits per minute
+FAULT_SHARE = 0.05  # each fault kind's share of the jobs; what is left runs without a fault
+CONCURRENT_SUBMITS = 10
+POISON_SHARE = 30  # one poison message per this many jobs (at least two)
+
+
+class Fault(StrEnum):
+    """A job's fault kind: the process faults of the shim, and those the driver causes itself."""
+
+    NONE = "none"
+    SUBMIT_DEATH_AFTER_CLAIM = ProcessFault.SUBMIT_DEATH_AFTER_CLAIM.value
+    SUBMIT_DEATH_AFTER_INPUT = ProcessFault.SUBMIT_DEATH_AFTER_INPUT.value
+    RELAY_FAILURE = ProcessFault.RELAY_FAILURE.value
+    RELAY_OUTAGE = ProcessFault.RELAY_OUTAGE.value
+    WORKER_DEATH_AFTER_CLAIM = ProcessFault.WORKER_DEATH_AFTER_CLAIM.value
+    WORKER_DEATH_AFTER_MODEL_CALL = ProcessFault.WORKER_DEATH_AFTER_MODEL_CALL.value
+    DUPLICATE_DELIVERY = "duplicate_delivery"
+    PROVIDER_429_STORM = "provider_429_storm"
+    PROVIDER_5XX_STORM = "provider_5xx_storm"
+    PROVIDER_TIMEOUT = "provider_timeout"
+    PROVIDER_CONTENT_POLICY = "provider_content_policy"
+    CANCEL_AFTER_SUBMIT = "cancel_after_submit"
+    CANCEL_WHEN_RUNNING = "cancel_when_running"
+    CONCURRENT_SUBMITS = "concurrent_identical_submits"
+
+    @property
+    def process_fault(self) -> ProcessFault | None:
+        """The shim's fault for this kind, when the shim injects it."""
+        try:
+            return ProcessFault(self.value)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class FaultProfile:
+    """What a fault kind adds to the text, and what a correct system does with it."""
+
+    directive: str
+    extra_calls: float | None  # model calls beyond the baseline a correct system spends; None: varies
+    outcomes: frozenset[str]  # the terminal statuses that are correct
+    proves: str
+
+
+_SUCCEEDS = frozenset({"Succeeded"})
+PROFILES: dict[Fault, FaultProfile] = {
+    Fault.NONE: FaultProfile("", 0, _SUCCEEDS, "the baseline: one model call per job"),
+    Fault.SUBMIT_DEATH_AFTER_CLAIM: FaultProfile(
+        tag(ProcessFault.SUBMIT_DEATH_AFTER_CLAIM), 0, _SUCCEEDS, "a retry completes a claim-only submit"
+    ),
+    Fault.SUBMIT_DEATH_AFTER_INPUT: FaultProfile(
+        tag(ProcessFault.SUBMIT_DEATH_AFTER_INPUT), 0, _SUCCEEDS, "a retry completes a claim+input submit"
+    ),
+    Fault.RELAY_FAILURE: FaultProfile(
+        tag(ProcessFault.RELAY_FAILURE), 0, _SUCCEEDS, "the stream retries a failed entry of a batch"
+    ),
+    Fault.RELAY_OUTAGE: FaultProfile(
+        tag(ProcessFault.RELAY_OUTAGE), 0, _SUCCEEDS, "the sweeper dispatches what the relay never sent"
+    ),
+    Fault.WORKER_DEATH_AFTER_CLAIM: FaultProfile(
+        tag(ProcessFault.WORKER_DEATH_AFTER_CLAIM), 0, _SUCCEEDS, "an expired lease is swept back to Pending"
+    ),
+    Fault.WORKER_DEATH_AFTER_MODEL_CALL: FaultProfile(
+        tag(ProcessFault.WORKER_DEATH_AFTER_MODEL_CALL), 1, _SUCCEEDS, "an unrecorded answer costs one call"
+    ),
+    Fault.DUPLICATE_DELIVERY: FaultProfile("", 0, _SUCCEEDS, "a claim is atomic: copies make no calls"),
+    Fault.PROVIDER_429_STORM: FaultProfile(
+        "[[fault:rate_limit*2]]", 2, _SUCCEEDS, "429s back off and succeed on the third attempt"
+    ),
+    Fault.PROVIDER_5XX_STORM: FaultProfile(
+        "[[fault:server_error*2]]", 2, _SUCCEEDS, "5xx back off and succeed on the third attempt"
+    ),
+    Fault.PROVIDER_TIMEOUT: FaultProfile(
+        "[[fault:timeout*1]]", 1, _SUCCEEDS, "a timed-out call is retried once"
+    ),
+    Fault.PROVIDER_CONTENT_POLICY: FaultProfile(
+        "[[fault:content_policy]]", 0, frozenset({"Failed"}), "a terminal refusal fails at once, no retry"
+    ),
+    Fault.CANCEL_AFTER_SUBMIT: FaultProfile(
+        "", None, frozenset({"Canceled", "Succeeded"}), "a cancel racing dispatch and claim"
+    ),
+    Fault.CANCEL_WHEN_RUNNING: FaultProfile(
+        "[[delay:1]]", None, frozenset({"Canceled", "Succeeded"}), "a cancel racing the model's answer"
+    ),
+    Fault.CONCURRENT_SUBMITS: FaultProfile(
+        "", 0, _SUCCEEDS, f"{CONCURRENT_SUBMITS} identical concurrent submits make one job"
+    ),
+}
+
+_WORDS = (
+    *("ledger", "invoice", "shipment", "refund", "outage", "latency", "budget", "forecast"),
+    *("customer", "contract", "renewal", "warehouse", "backlog", "incident", "release"),
+    *("migration", "quota", "audit", "vendor", "pipeline", "churn", "margin"),
+)
+_LABELS = ("billing", "shipping", "technical", "account")
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of the run: its fault, its owner and exactly what is submitted."""
+
+    index: int
+    fault: Fault
+    owner: int
+    key: str
+    request: SubmitRequest
+
+    @property
+    def text(self) -> str:
+        """The input text (unique in the run, so its model calls can be told apart)."""
+        return self.request["input"]["text"]
+
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """The classify labels, if any."""
+        options = self.request.get("options")
+        labels = options.get("labels") if options else None
+        return tuple(labels) if labels else None
+
+
+@dataclass(frozen=True)
+class Poison:
+    """A message no worker can use, and the DLQ reason it must end with."""
+
+    body: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole run: jobs, owners, poison messages."""
+
+    seed: int
+    run_id: str
+    jobs: list[PlannedJob]
+    owners: int
+    poison: list[Poison]
+
+
+def fault_counts(jobs: int, rng: random.Random) -> list[Fault]:
+    """Each fault kind gets its share (at least one job while there are jobs); the rest none."""
+    kinds = [fault for fault in Fault if fault is not Fault.NONE]
+    if jobs < len(kinds):
+        return rng.sample(kinds, jobs)
+    share = max(1, round(jobs * FAULT_SHARE))
+    while share > 1 and share * len(kinds) > jobs:
+        share -= 1
+    faults = [kind for kind in kinds for _ in range(share)]
+    return faults + [Fault.NONE] * (jobs - len(faults))
+
+
+def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> SubmitRequest:
+    words = " ".join(rng.choice(_WORDS) for _ in range(12))
+    text = (
+        f"Chaos run {run_id}, job {index:04d}, fault {fault.value}. "
+        f"The {words}. Nothing here needs more than one model call. {PROFILES[fault].directive}"
+    ).strip()
+    operation = rng.choice(("summarize", "analyze", "classify"))
+    if operation == "classify":
+        return {"operation": operation, "input": {"text": text}, "options": {"labels": list(_LABELS)}}
+    return {"operation": operation, "input": {"text": text}}
+
+
+def _poison(count: int, rng: random.Random, run_id: str) -> list[Poison]:
+    """Half of them not job messages at all, half naming a job that does not exist; all distinct."""
+    poison = []
+    for index in range(count):
+        trace = f"chaos-{run_id}-poison-{index}"
+        if index % 2 == 1:
+            unknown = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            poison.append(Poison(json.dumps({"jobId": unknown, "traceId": trace}), "unknown_job"))
+            continue
+        bodies = (
+            f"{trace}: not json at all",
+            json.dumps({"jobId": index, "traceId": trace}),
+            json.dumps({"jobId": str(uuid.UUID(int=rng.getrandbits(128), version=4)), "extra": trace}),
+            json.dumps([trace]),
+        )
+        poison.append(Poison(bodies[(index // 2) % len(bodies)], "unparseable"))
+    return poison
+
+
+def make_plan(jobs: int, seed: int, run_id: str) -> Plan:
+    """The run's plan: the same seed and job count give the same faults, operations and texts."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible chaos, not security
+    faults = fault_counts(jobs, rng)
+    rng.shuffle(faults)
+    owners = max(2, math.ceil(jobs / JOBS_PER_OWNER))
+    planned = [
+        PlannedJob(
+            index=index,
+            fault=fault,
+            owner=index % owners,
+            key=f"chaos-{run_id}-{index:04d}",
+            request=_request(fault, index, run_id, rng),
+        )
+        for index, fault in enumerate(faults)
+    ]
+    return Plan(
+        seed=seed,
+        run_id=run_id,
+        jobs=planned,
+        owners=owners,
+        poison=_poison(max(2, jobs // POISON_SHARE), rng, run_id),
+    )

@@ -1,0 +1,132 @@
+"""The local stack a chaos run drives: one it starts itself (chaos on, fast timings) or a running one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from outlast.chaos.spec import ChaosSpec, ChaosState
+from outlast.local.stack import log_dir, read_state
+from outlast.local.synth import PROJECT_ROOT
+
+# Short leases and grace periods, as the end-to-end tests use, so that recoveries take seconds.
+FAST_CONTEXT = {
+    "leaseSeconds": "5",
+    "heartbeatSeconds": "1",
+    "dispatchGraceSeconds": "6",
+    "releaseMarginSeconds": "5",
+}
+SCHEDULE_SECONDS = 2
+START_TIMEOUT_SECONDS = 300  # a first synth plus cold processes on a busy two-core machine
+
+
+@dataclass
+class Target:
+    """Where the stack's pieces are, from its state file."""
+
+    state: dict[str, Any]
+    chaos: ChaosState | None
+
+    @property
+    def api_url(self) -> str:
+        """The HTTP API's base URL."""
+        return str(self.state["apiUrl"])
+
+    @property
+    def model_url(self) -> str:
+        """The local model server's root (its `/_calls` log lives there)."""
+        return str(self.state["modelUrl"]).removesuffix("/v1")
+
+    def queue_url(self, logical_prefix: str) -> str:
+        """A queue by the start of its logical id (`OutboxJobsQueue`, `OutboxJobsDlq`)."""
+        for logical_id, url in dict(self.state["queues"]).items():
+            if str(logical_id).startswith(logical_prefix):
+                return str(url)
+        raise KeyError(logical_prefix)
+
+    def table(self, logical_prefix: str) -> str:
+        """A table name by the start of its logical id (`StorageJobsTable`)."""
+        for logical_id, name in dict(self.state["tables"]).items():
+            if str(logical_id).startswith(logical_prefix):
+                return str(name)
+        raise KeyError(logical_prefix)
+
+
+def attach(port: int) -> Target:
+    """A stack already running on `port` (its chaos state, if it was started with --chaos)."""
+    state = read_state(port)
+    raw = state.get("chaos")
+    return Target(state=state, chaos=ChaosState(ChaosSpec.from_dict(raw)) if raw else None)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class StackProcess:
+    """`outlast local up --chaos ...` in a child process: its own interpreter, its own GIL."""
+
+    def __init__(self, spec: ChaosSpec, cdk_out: Path, port: int | None = None) -> None:
+        self.spec = spec
+        self.cdk_out = cdk_out
+        self.port = port or free_port()
+        self.log_path = log_dir(self.port) / "chaos-stack.log"
+        self._process: subprocess.Popen[str] | None = None
+        self._log: IO[str] | None = None
+
+    def start(self) -> Target:
+        """Start and wait for `ready:`; the stack's own log goes to a file, not to the report."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        arguments = [sys.executable, "-m", "outlast.cli", "local", "up", "--port", str(self.port)]
+        arguments += ["--cdk-out", str(self.cdk_out), "--schedule-seconds", str(SCHEDULE_SECONDS)]
+        for key, value in FAST_CONTEXT.items():
+            arguments += ["--context", f"{key}={value}"]
+        arguments += ["--chaos", self.spec.to_json()]
+        self._log = self.log_path.open("w", encoding="utf-8")
+        self._process = subprocess.Popen(  # noqa: S603 - our own CLI
+            arguments,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        stdout = self._process.stdout
+        assert stdout is not None  # noqa: S101 - Popen with stdout=PIPE always has one
+        while True:
+            line = stdout.readline()
+            if line.startswith("ready: "):
+                break
+            if not line and self._process.poll() is not None:
+                raise RuntimeError(
+                    f"outlast local up exited with {self._process.returncode}; see {self.log_path}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"outlast local up was not ready in time; see {self.log_path}")
+        return attach(self.port)
+
+    def stop(self) -> None:
+        """Ctrl-C, as a user would; the stack stops everything it started."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()

@@ -1,0 +1,461 @@
+"""After the drain: read back every job, list, table item, model call and injected fault, and count.
+
+Nothing here trusts what the driver saw during the run alone: final states are read strongly
+consistent through the API, duplicates are looked for in the owners' lists and in the jobs
+table itself, and model calls come from the model server's own log, attributed to jobs by the
+hash of the messages the worker renders from each job's unique text.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from outlast.chaos.driver import Driver, JobRun
+from outlast.chaos.plan import PROFILES, Fault
+from outlast.chaos.report import ChaosReport, KindRow
+from outlast.client import TERMINAL_STATUSES, ApiError, StatusDocument, TransportError
+from outlast.commands.local import local_client
+from outlast.local.model_server import messages_hash
+from shared import resources as r
+from shared.contract import Operation
+from shared.idempotency import scope_hash
+from shared.prompts import template_for
+
+MAX_ATTEMPTS = 3  # the stack's default maxAttempts: each claim makes at most one model call
+# The model server's outcome for each provider fault, to tell that the fault really happened.
+_PROVIDER_OUTCOMES = {
+    Fault.PROVIDER_429_STORM: "rate_limit",
+    Fault.PROVIDER_5XX_STORM: "server_error",
+    Fault.PROVIDER_TIMEOUT: "timeout",
+    Fault.PROVIDER_CONTENT_POLICY: "content_policy",
+}
+
+
+@dataclass
+class Observed:
+    """What the stack says now about one accepted job."""
+
+    run: JobRun
+    document: StatusDocument | None  # None: 404 to its own owner
+    result: str  # "ok", "absent" (409), or what went wrong
+    calls: list[dict[str, object]]
+
+    @property
+    def status(self) -> str:
+        """The final status, or `missing`."""
+        return self.document["status"] if self.document is not None else "missing"
+
+
+def _job_id_of(body: str) -> str | None:
+    try:
+        value = json.loads(body).get("jobId")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def request_hash(run: JobRun) -> str:
+    """The model server's key for the calls the worker makes for this job."""
+    planned = run.planned
+    template = template_for(Operation(planned.request["operation"]))
+    return messages_hash(template.render(planned.text, planned.labels))
+
+
+class Verifier:
+    """Reads the end state of one driven run and builds its report."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.report = ChaosReport(
+            run_id=driver.plan.run_id,
+            seed=driver.plan.seed,
+            planned=len(driver.plan.jobs),
+            owners=driver.plan.owners,
+        )
+        self.accepted = [run for run in driver.runs if run.job_id is not None]
+        self.observed: dict[str, Observed] = {}
+        self.collateral: set[str] = set()
+        self.fired: dict[str, set[str]] = defaultdict(set)
+
+    def verify(self) -> ChaosReport:
+        """Every check, then the numbers."""
+        report = self.report
+        report.accepted = len(self.accepted)
+        report.violations += [
+            f"job {run.planned.index} ({run.fault}): the submit was refused: {run.refused}"
+            for run in self.driver.runs
+            if run.refused is not None
+        ]
+        self._read_jobs()
+        self._check_terminal()
+        self._check_cancels()
+        self._check_calls()
+        self._check_duplicates()
+        self._check_leaks()
+        self._check_poison()
+        self._check_queues()
+        self._read_events()
+        self._check_replays()
+        self._count()
+        return report
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _observe(self, run: JobRun, calls: dict[str, list[dict[str, object]]]) -> Observed:
+        job_id = run.job_id
+        assert job_id is not None  # noqa: S101 - only accepted runs get here
+        client = self.driver.owners[run.planned.owner].client
+        retrying = self.driver.retrying
+        try:
+            document: StatusDocument | None = retrying.call(lambda: client.get_job(job_id)).document
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            document = None
+        result = "absent"
+        try:
+            answer = retrying.call(lambda: client.get_result(job_id))
+            result = "ok" if answer.document["output"] else "empty output"
+        except ApiError as error:
+            result = "absent" if error.status == 409 else f"HTTP {error.status}"
+        except TransportError as error:
+            result = f"unreadable: {error.reason}"
+        return Observed(run, document, result, calls.get(request_hash(run), []))
+
+    def _read_jobs(self) -> None:
+        with urllib.request.urlopen(self.driver.target.model_url + "/_calls", timeout=30) as response:  # noqa: S310 - loopback
+            log: list[dict[str, object]] = json.loads(response.read())
+        calls: dict[str, list[dict[str, object]]] = defaultdict(list)
+        for call in log:
+            calls[str(call.get("requestHash"))].append(call)
+        with ThreadPoolExecutor(self.driver.options.concurrency) as pool:
+            for observed in pool.map(lambda run: self._observe(run, calls), self.accepted):
+                assert observed.run.job_id is not None  # noqa: S101
+                self.observed[observed.run.job_id] = observed
+
+    # --- checks ------------------------------------------------------------------------------
+
+    def _check_terminal(self) -> None:
+        for job_id, seen in self.observed.items():
+            label = f"{job_id} (job {seen.run.planned.index}, {seen.run.fault})"
+            if seen.document is None:
+                self.report.lost.append(f"{label}: 404 to its owner")
+            elif seen.status not in TERMINAL_STATUSES:
+                self.report.lost.append(f"{label}: still {seen.status} after the drain")
+            if seen.status == "Succeeded" and seen.result != "ok":
+                self.report.violations.append(f"{label}: Succeeded but its result is {seen.result}")
+            if seen.status != "Succeeded" and seen.result not in {"absent"}:
+                self.report.violations.append(f"{label}: {seen.status} but its result is {seen.result}")
+            self._check_document(label, seen)
+        self.report.terminal = sum(seen.status in TERMINAL_STATUSES for seen in self.observed.values())
+
+    def _check_document(self, label: str, seen: Observed) -> None:
+        """The status document agrees with itself: a result URL and usage exactly when a call succeeded."""
+        document = seen.document
+        if document is None:
+            return
+        succeeded = document["status"] == "Succeeded"
+        expected_url = f"/v1/jobs/{document['jobId']}/result" if succeeded else None
+        if document["resultUrl"] != expected_url:
+            self.report.violations.append(
+                f"{label}: {document['status']} with resultUrl {document['resultUrl']}"
+            )
+        if succeeded and document["usage"] is None:
+            self.report.violations.append(f"{label}: Succeeded without usage")
+
+    def _check_replays(self) -> None:
+        """One answer per key may say "created"; a retry that completed a crashed submit is a replay."""
+        for job_id, seen in self.observed.items():
+            run = seen.run
+            if run.fresh_answers > 1:
+                self.report.violations.append(
+                    f"{job_id}: {run.fresh_answers} submits with key {run.planned.key} said they created it"
+                )
+            died = run.fault.process_fault is not None and run.fault.value.startswith("submit_death")
+            if died and job_id in self.fired.get(run.fault.value, set()) and not run.replayed:
+                self.report.violations.append(
+                    f"{job_id}: the retry that completed a crashed submit did not say Idempotent-Replayed"
+                )
+
+    def _check_cancels(self) -> None:
+        expected = {200: {"Canceled"}, 202: {"Canceled"}, 409: {"Succeeded", "Failed"}}
+        for job_id, seen in self.observed.items():
+            answer = seen.run.cancel_answer
+            if answer is None:
+                continue
+            allowed = expected.get(answer)
+            if allowed is None:
+                self.report.violations.append(f"{job_id}: the owner's cancel got {answer}")
+            elif seen.status not in allowed and seen.status in TERMINAL_STATUSES:
+                self.report.violations.append(
+                    f"{job_id}: cancel answered {answer} (job seen {seen.run.cancel_saw}) "
+                    f"but the job ended {seen.status}"
+                )
+
+    def _check_calls(self) -> None:
+        for job_id, seen in self.observed.items():
+            if seen.document is None:
+                continue
+            attempts = seen.document["attempts"]
+            if len(seen.calls) > max(attempts, 0) or len(seen.calls) > MAX_ATTEMPTS:
+                self.report.violations.append(
+                    f"{job_id} ({seen.run.fault}): {len(seen.calls)} model calls for {attempts} attempts"
+                )
+
+    def _list_ids(self) -> dict[str, list[str]]:
+        return {
+            owner.owner_key: [item["jobId"] for item in self.driver.list_all(owner)]
+            for owner in self.driver.owners
+        }
+
+    def _table_jobs(self) -> dict[str, str]:
+        """Job id -> status of every job item the run's owners have in the jobs table."""
+        wanted = {owner.owner_key for owner in self.driver.owners}
+        dynamodb = local_client("dynamodb", self.driver.target.state)
+        found: dict[str, str] = {}
+        pages = dynamodb.get_paginator("scan").paginate(
+            TableName=self.driver.target.table("StorageJobsTable"),
+            FilterExpression="#type = :job",
+            ProjectionExpression="jobId, ownerKey, #status",
+            ExpressionAttributeNames={"#type": r.TYPE_ATTRIBUTE, "#status": "status"},
+            ExpressionAttributeValues={":job": {"S": r.JOB_ITEM_TYPE}},
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                if item.get("ownerKey", {}).get("S") in wanted:
+                    found[item["jobId"]["S"]] = item["status"]["S"]
+        return found
+
+    def _claims(self) -> dict[int, str]:
+        """Planned job index -> the job id its idempotency claim names (read from the table)."""
+        dynamodb = local_client("dynamodb", self.driver.target.state)
+        table = self.driver.target.table("StorageIdempotencyTable")
+        index_of: dict[str, int] = {}
+        for run in self.driver.runs:
+            caller = self.driver.owners[run.planned.owner].caller
+            # The claim item's key, as shared/adapters/dynamo_items.py writes it.
+            index_of[f"IDEM#{scope_hash(caller, run.planned.key)}"] = run.planned.index
+        keys = list(index_of)
+        found: dict[int, str] = {}
+        for start in range(0, len(keys), 100):
+            request: Any = {
+                table: {
+                    "Keys": [{r.IDEMPOTENCY_PARTITION_KEY: {"S": key}} for key in keys[start : start + 100]],
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                response = dynamodb.batch_get_item(RequestItems=request)
+                for item in response["Responses"].get(table, []):
+                    found[index_of[item[r.IDEMPOTENCY_PARTITION_KEY]["S"]]] = item["jobId"]["S"]
+                request = response.get("UnprocessedKeys") or None
+        return found
+
+    def _check_duplicates(self) -> None:
+        """One job per key: what submits answered, the claims, the lists and the table must agree."""
+        claims, stored = self._claims(), self._table_jobs()
+        claimed = set(claims.values())
+        duplicates: dict[str, str] = {}
+        for run in self.driver.runs:
+            claim = claims.get(run.planned.index)
+            for job_id in run.job_ids - {claim}:
+                duplicates[job_id] = f"answered for key {run.planned.key}, whose claim names {claim}"
+            if run.job_id is None:
+                service_side = stored.get(claim, "no job item") if claim else "no claim"
+                reason = run.abandoned or run.refused
+                self.report.abandoned.append(
+                    f"job {run.planned.index} ({run.fault}): {reason}; service side: {service_side}"
+                )
+        for job_id, status in stored.items():
+            if job_id not in claimed:
+                duplicates[job_id] = f"a job item ({status}) that no idempotency claim of the run names"
+        self._check_lists(claimed, duplicates)
+        self.report.duplicates = [f"{job_id}: {why}" for job_id, why in sorted(duplicates.items())]
+
+    def _check_lists(self, claimed: set[str], duplicates: dict[str, str]) -> None:
+        for owner_key, listed in self._list_ids().items():
+            for job_id, count in Counter(listed).items():
+                if job_id not in claimed:
+                    duplicates[job_id] = f"in the list of {owner_key}, no idempotency claim names it"
+                elif count > 1:
+                    duplicates.setdefault(job_id, f"listed {count} times")
+            owned = {run.job_id for run in self.accepted if run.job_id and self._owner_key(run) == owner_key}
+            self.report.violations += [
+                f"{job_id}: missing from its owner's list" for job_id in sorted(owned - set(listed))
+            ]
+
+    def _owner_key(self, run: JobRun) -> str:
+        return self.driver.owners[run.planned.owner].owner_key
+
+    def _check_leaks(self) -> None:
+        driver = self.driver
+        with ThreadPoolExecutor(driver.options.concurrency) as pool:
+            list(pool.map(lambda run: driver.probe(run, "after"), self.accepted))
+        leaks = [f"{run.job_id}: {leak}" for run in self.accepted for leak in run.leaks]
+        if driver.prober is not None:
+            ours = {job_id for run in self.accepted for job_id in run.job_ids}
+            leaks += [
+                f"{item['jobId']}: in the second owner's list"
+                for item in driver.list_all(driver.prober)
+                if item["jobId"] in ours
+            ]
+        self.report.leaks = leaks
+        self.report.probes = 6 * len(self.accepted) + 1
+
+    def _check_poison(self) -> None:
+        expected = {poison.body: poison.reason for poison in self.driver.plan.poison}
+        parked = self.driver.poison_parked
+        self.report.poison_sent = len(expected)
+        self.report.poison_parked = dict(Counter(reason for reason in parked.values() if reason is not None))
+        for body, reason in expected.items():
+            got = parked.get(body)
+            if got != reason:
+                state = "not on the DLQ" if got is None else f"parked as {got}"
+                self.report.violations.append(f"poison {body[:48]!r}: {state}, expected reason={reason}")
+
+    def _check_queues(self) -> None:
+        """A job's own message on the DLQ as poison is a bug; moved there by redrive, worth knowing."""
+        target, sqs = self.driver.target, self.driver.sqs
+        ours = {job_id for run in self.accepted for job_id in run.job_ids}
+        dlq = target.queue_url("OutboxJobsDlq")
+        for _ in range(100):  # at most 1,000 messages: far more than a run parks
+            messages = sqs.receive_message(
+                QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=300, MessageAttributeNames=["All"]
+            ).get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                job_id = _job_id_of(message.get("Body", ""))
+                if job_id not in ours:
+                    continue
+                reason = message.get("MessageAttributes", {}).get("reason", {}).get("StringValue")
+                self.report.job_messages_on_dlq.append(f"{job_id}: {reason or 'moved by the redrive policy'}")
+                if reason is not None:
+                    self.report.violations.append(f"{job_id}: its message was parked on the DLQ as {reason}")
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=target.queue_url("OutboxRelayFailures"), AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        self.report.relay_batches_given_up = int(attributes.get("ApproximateNumberOfMessages", 0))
+
+    def _read_events(self) -> None:
+        chaos = self.driver.target.chaos
+        if chaos is None:
+            return
+        ours = {job_id for run in self.accepted for job_id in run.job_ids}
+        for event in chaos.events():
+            job_id = str(event.get("jobId"))
+            if job_id not in ours:
+                continue
+            kind = str(event.get("kind"))
+            self.fired[kind].add(job_id)
+            if kind.startswith("worker_death"):
+                self.collateral.update(other for other in event.get("batch", []) if other != job_id)
+        self.collateral &= ours
+        self.report.faults_fired = {kind: len(jobs) for kind, jobs in sorted(self.fired.items())}
+
+    # --- numbers -----------------------------------------------------------------------------
+
+    def _job_detail(self, seen: Observed) -> dict[str, object]:
+        run, document = seen.run, seen.document
+        error = document["error"] if document else None
+        return {
+            "index": run.planned.index,
+            "fault": run.fault.value,
+            "jobId": run.job_id,
+            "status": seen.status,
+            "error": error["code"] if error else None,
+            "attempts": document["attempts"] if document else None,
+            "modelCalls": [call.get("outcome") for call in seen.calls],
+            "submitRetries": run.submit_errors,
+            "replayed": run.replayed,
+            "cancel": run.cancel_answer,
+            "cancelSaw": run.cancel_saw,
+            "copiesSent": run.copies_sent,
+            "inCrashedBatch": run.job_id in self.collateral,
+        }
+
+    def _injected(self, fault: Fault, seen: list[Observed]) -> int | None:
+        if fault is Fault.NONE:
+            return None
+        if fault.process_fault is not None:
+            return sum(s.run.job_id in self.fired.get(fault.value, set()) for s in seen)
+        if fault in _PROVIDER_OUTCOMES:
+            outcome = _PROVIDER_OUTCOMES[fault]
+            return sum(any(call.get("outcome") == outcome for call in s.calls) for s in seen)
+        if fault is Fault.DUPLICATE_DELIVERY:
+            return sum(s.run.copies_sent == 3 for s in seen)
+        if fault is Fault.CONCURRENT_SUBMITS:
+            return sum(s.run.submit_calls > 1 for s in seen)
+        return sum(s.run.cancel_answer is not None for s in seen)
+
+    def _check_costs(self, fault: Fault, seen: list[Observed]) -> None:
+        """Outside crashed batches, a job that ended as predicted made exactly the predicted calls."""
+        profile = PROFILES[fault]
+        if profile.extra_calls is None:
+            return
+        expected = 1 + int(profile.extra_calls)
+        for s in seen:
+            if s.run.job_id in self.collateral or s.status not in profile.outcomes:
+                continue
+            if len(s.calls) != expected:
+                outcomes = ", ".join(str(call.get("outcome")) for call in s.calls) or "none"
+                self.report.unexplained_calls.append(
+                    f"{s.run.job_id} ({fault}): {len(s.calls)} model calls ({outcomes}), expected {expected}"
+                )
+
+    def _count(self) -> None:
+        report, observed = self.report, list(self.observed.values())
+        report.calls = sum(len(s.calls) for s in observed)
+        report.succeeded = sum(s.status == "Succeeded" for s in observed)
+        clean = [
+            s
+            for s in observed
+            if s.run.fault is Fault.NONE and s.run.job_id not in self.collateral and s.status == "Succeeded"
+        ]
+        report.baseline = sum(len(s.calls) for s in clean) / len(clean) if clean else 1.0
+        for fault in Fault:
+            seen = [s for s in observed if s.run.fault is fault]
+            if not seen:
+                continue
+            profile = PROFILES[fault]
+            calls = sum(len(s.calls) for s in seen)
+            report.rows.append(
+                KindRow(
+                    kind=fault.value,
+                    jobs=len(seen),
+                    injected=self._injected(fault, seen),
+                    succeeded=sum(s.status == "Succeeded" for s in seen),
+                    failed=sum(s.status == "Failed" for s in seen),
+                    canceled=sum(s.status == "Canceled" for s in seen),
+                    unfinished=sum(s.status not in TERMINAL_STATUSES for s in seen),
+                    calls=calls,
+                    extra_per_job=calls / len(seen) - report.baseline,
+                    expected_extra=profile.extra_calls,
+                    proves=profile.proves,
+                )
+            )
+            self._check_costs(fault, seen)
+            for s in seen:
+                if s.status in TERMINAL_STATUSES and s.status not in profile.outcomes:
+                    error = s.document["error"] if s.document else None
+                    code = f" ({error['code']})" if error else ""
+                    crash = ", in a batch a worker died with" if s.run.job_id in self.collateral else ""
+                    report.unexpected.append(f"{s.run.job_id} ({fault}): {s.status}{code}{crash}")
+        collateral = [s for s in observed if s.run.job_id in self.collateral]
+        report.collateral_jobs = len(collateral)
+        if collateral:
+            extra = [
+                len(s.calls) - report.baseline - (PROFILES[s.run.fault].extra_calls or 0) for s in collateral
+            ]
+            report.collateral_extra = sum(extra) / len(extra)
+        report.client_retries = sum(len(run.submit_errors) for run in self.driver.runs)
+        report.jobs = [self._job_detail(s) for s in observed]
+        times = self.driver.times
+        if times.drained is not None:
+            report.run_seconds = times.drained - times.started
+            report.drain_seconds = max(0.0, times.drained - times.last_accepted)

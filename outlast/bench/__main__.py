@@ -1,0 +1,145 @@
+"""`python -m outlast.bench [--quick] [--only cost,worker,coldstart,pipeline]`: run, then write the report.
+
+Sections not run this time are kept from the existing docs/benchmarks.json, so `--only` refreshes
+one section without losing the others (each section carries when and how it was made).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from outlast.bench import report
+from outlast.bench.stats import load_average, machine
+from outlast.local.synth import PROJECT_ROOT
+
+SECTIONS = ("worker", "cost", "coldstart", "pipeline")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each benchmark does."""
+
+    cost_batch: int
+    cost_timing_repeats: int
+    worker_batch: int
+    worker_delay_seconds: float
+    worker_repeats: int
+    coldstart_runs: int
+    pipeline_points: tuple[int, ...]
+    pipeline_jobs: int
+    pipeline_clients: int
+
+
+FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16)
+QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8)
+# For the test suite: the code paths with tiny sizes; the numbers mean nothing.
+SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"[bench {time.strftime('%H:%M:%S')}] {line}\n")
+    sys.stderr.flush()
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m outlast.bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a short run: fewer repeats, smaller tables")
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma-separated sections (default: {','.join(SECTIONS)})"
+    )
+    parser.add_argument("--out-dir", type=Path, default=PROJECT_ROOT / "docs", help="where the report goes")
+    arguments = parser.parse_args(argv)
+    arguments.sections = [s.strip() for s in arguments.only.split(",") if s.strip()]
+    unknown = set(arguments.sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    return arguments
+
+
+def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The benchmarks that share one in-process harness (moto, the model server, the handlers)."""
+    from outlast.bench import coldstart, cost, worker  # noqa: PLC0415 - after argument parsing
+    from outlast.bench.harness import Harness  # noqa: PLC0415
+    from outlast.bench.prices import load_prices  # noqa: PLC0415
+
+    results: dict[str, dict[str, Any]] = {}
+    harness = Harness(log=_say).start()
+    try:
+        if "worker" in sections:
+            results["worker"] = worker.run(
+                harness,
+                batch=sizes.worker_batch,
+                delay_seconds=sizes.worker_delay_seconds,
+                repeats=sizes.worker_repeats,
+                say=_say,
+            )
+        if "cost" in sections:
+            ratio = results.get("worker", previous.get("worker", {})).get("concurrency_ratio")
+            results["cost"] = cost.run(
+                harness,
+                load_prices(),
+                batch=sizes.cost_batch,
+                timing_repeats=sizes.cost_timing_repeats,
+                concurrency_ratio=ratio,
+                say=_say,
+            )
+        if "coldstart" in sections:
+            results["coldstart"] = coldstart.run(harness, runs=sizes.coldstart_runs, say=_say)
+    finally:
+        harness.stop()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen benchmarks and write docs/benchmarks.json and docs/benchmarks.md."""
+    arguments = _arguments(argv)
+    # Powertools warns when an invocation published no metric (a status read, say): expected here.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    sizes = SMOKE if arguments.smoke else QUICK if arguments.quick else FULL
+    variant = "smoke" if arguments.smoke else "quick" if arguments.quick else "full"
+    command = "make bench" + (" BENCH_ARGS=--quick" if variant == "quick" else "")
+    json_path = arguments.out_dir / "benchmarks.json"
+    previous: dict[str, Any] = json.loads(json_path.read_text()) if json_path.exists() else {}
+    began = time.monotonic()
+    stamp: dict[str, Any] = {
+        "generatedAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "variant": variant,
+        "command": command
+        if arguments.only == ",".join(SECTIONS)
+        else f"{command} BENCH_ARGS=--only={arguments.only}",
+        "machineBefore": machine(),
+    }
+    results: dict[str, dict[str, Any]] = {}
+    in_process = [s for s in arguments.sections if s != "pipeline"]
+    if in_process:
+        results.update(_in_process(in_process, sizes, previous))
+    if "pipeline" in arguments.sections:
+        from outlast.bench import pipeline  # noqa: PLC0415 - only this section needs it
+
+        results["pipeline"] = pipeline.run(
+            points=sizes.pipeline_points, jobs=sizes.pipeline_jobs, clients=sizes.pipeline_clients, say=_say
+        )
+    stamp["loadAverageAfter"] = load_average()
+    stamp["seconds"] = round(time.monotonic() - began, 1)
+    document = {key: value for key, value in previous.items() if key in SECTIONS}
+    for name, section in results.items():
+        document[name] = {**section, "run": stamp}
+    document = {"note": report.JSON_NOTE, **{name: document[name] for name in SECTIONS if name in document}}
+    arguments.out_dir.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(document, indent=2) + "\n")
+    (arguments.out_dir / "benchmarks.md").write_text(report.markdown(document))
+    _say(f"wrote {json_path} and benchmarks.md in {stamp['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

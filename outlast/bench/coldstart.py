@@ -1,0 +1,255 @@
+"""Cold start: a fresh Python process per run, from spawn to the function's first answer.
+
+Each run spawns `python -c` with the function's environment (from the template, pointed at
+the benchmark's moto and model server), imports the handler module, builds its event (the API
+functions' from events/*.json), invokes it once and records when the answer came back. The
+baseline is the least any function could do: import boto3, create a client, make one call.
+Functions and the baseline take turns (round-robin, the order rotating each round), so a busy
+moment of the machine is shared out; the report gives medians and the ratio to the baseline.
+
+This is a local proxy: interpreter start, imports and client creation on this machine's CPU,
+and the first request against moto. Lambda adds its own sandbox start and runs on a fraction
+of a vCPU at 256-512 MB, so absolute times differ; the ratios say what the code adds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from outlast.bench.events import EVENTS_DIR, scheduled_event
+from outlast.bench.harness import Harness
+from outlast.bench.stats import summary
+from outlast.local.lambda_runtime import host_environment
+from outlast.local.synth import PROJECT_ROOT
+from shared.adapters.dynamo_items import job_key
+from shared.adapters.sqs_queue import encode_message
+from shared.ports import JobMessage
+
+BASELINE = "baseline"
+FUNCTIONS = ("submit", "status", "relay", "worker", "sweeper")
+SAMPLE_SUB = "3b7c1d2e-8f4a-4c6b-9d1e-2f3a4b5c6d7e"  # the caller in events/*.json
+RUN_TIMEOUT_SECONDS = 120
+
+# The child: everything it does between its first line and the answer is what is measured.
+CHILD = r"""
+import time
+started_wall = time.time()
+started = time.perf_counter()
+import importlib, json, os
+config = json.loads(os.environ["OUTLAST_BENCH_CHILD"])
+before_import = time.perf_counter()
+if config["kind"] == "baseline":
+    import boto3
+    imported = time.perf_counter()
+    answer = boto3.client("dynamodb").get_item(**config["call"])
+    ok = "ResponseMetadata" in answer
+else:
+    module = importlib.import_module(config["module"])
+    imported = time.perf_counter()
+    event = config.get("event")
+    if event is None:
+        with open(config["eventFile"]) as handle:
+            event = json.load(handle)
+        for path, value in config["patch"]:
+            target = event
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+
+    class Context:
+        function_name = config["functionName"]
+        memory_limit_in_mb = config["memoryMb"]
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:" + config["functionName"]
+        aws_request_id = config["requestId"]
+
+        @staticmethod
+        def get_remaining_time_in_millis():
+            return int(config["timeoutSeconds"] * 1000 - (time.perf_counter() - started) * 1000)
+
+    answer = module.lambda_handler(event, Context())
+    if "statusCode" in answer:
+        ok = answer["statusCode"] in (200, 202)
+    else:
+        ok = not answer.get("batchItemFailures")
+done = time.perf_counter()
+done_wall = time.time()
+with open(config["out"], "w") as handle:
+    json.dump({"ok": ok, "startedWall": started_wall, "doneWall": done_wall,
+               "importSeconds": imported - before_import, "invokeSeconds": done - imported,
+               "scriptSeconds": done - started}, handle)
+"""
+
+
+def _api_patch(path: str, job_id: str | None = None, key: str | None = None) -> list[Any]:
+    patch: list[Any] = [[["requestContext", "requestId"], f"cold-{uuid.uuid4().hex[:12]}"]]
+    if job_id is not None:
+        patch += [
+            [["rawPath"], path],
+            [["requestContext", "http", "path"], path],
+            [["pathParameters", "jobId"], job_id],
+        ]
+    if key is not None:
+        patch.append([["headers", "idempotency-key"], key])
+    return patch
+
+
+def _sqs_event(h: Harness, job_id: str) -> dict[str, Any]:
+    body = encode_message(JobMessage(job_id=job_id, trace_id=uuid.uuid4().hex))
+    arn = h.worker_source.queue_arn
+    return {
+        "Records": [
+            {
+                "messageId": str(uuid.uuid4()),
+                "receiptHandle": uuid.uuid4().hex,
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(time.time() * 1000))},
+                "messageAttributes": {},
+                "md5OfBody": hashlib.md5(body.encode(), usedforsecurity=False).hexdigest(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": arn,
+                "awsRegion": "us-east-1",
+            }
+        ]
+    }
+
+
+def _stream_event(h: Harness, job_id: str) -> dict[str, Any]:
+    item = h.raw_dynamodb.get_item(TableName=h.jobs_table, Key=job_key(job_id))["Item"]
+    return {
+        "Records": [
+            {
+                "eventID": uuid.uuid4().hex,
+                "eventName": "INSERT",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {
+                    "ApproximateCreationDateTime": int(time.time()),
+                    "Keys": job_key(job_id),
+                    "NewImage": item,
+                    "SequenceNumber": str(10**20 + int(time.time() * 1000)),
+                    "SizeBytes": 600,
+                    "StreamViewType": "NEW_IMAGE",
+                },
+                "eventSourceARN": h.relay_source.stream_arn,
+            }
+        ]
+    }
+
+
+class _Runs:
+    """Builds each child's configuration: fresh jobs, keys and request ids per run."""
+
+    def __init__(self, h: Harness, runs: int, workdir: Path) -> None:
+        self.h = h
+        self.workdir = workdir
+        self.status_job = h.submit("Cold start status probe. It exists.", SAMPLE_SUB)
+        self.worker_jobs = [
+            h.submit(f"Cold start worker job {i}. It is short.", SAMPLE_SUB) for i in range(runs)
+        ]
+        self.table = h.jobs_table
+        self.probe_key = job_key(self.status_job)
+
+    def config(self, name: str, run: int) -> tuple[dict[str, Any], dict[str, str]]:
+        out = str(self.workdir / f"{name}-{run}.json")
+        if name == BASELINE:
+            environment = self.h.function_environment("status")
+            return {
+                "kind": BASELINE,
+                "out": out,
+                "call": {"TableName": self.table, "Key": self.probe_key, "ConsistentRead": True},
+            }, environment
+        spec = self.h.functions[name]
+        config: dict[str, Any] = {
+            "kind": "function",
+            "module": spec.module,
+            "out": out,
+            "functionName": f"outlast-{spec.logical_id}",
+            "memoryMb": spec.memory_mb,
+            "timeoutSeconds": spec.timeout_seconds,
+            "requestId": str(uuid.uuid4()),
+        }
+        if name == "submit":
+            config["eventFile"] = str(EVENTS_DIR / "submit.json")
+            config["patch"] = _api_patch("/v1/jobs", key=f"cold-{uuid.uuid4()}")
+        elif name == "status":
+            config["eventFile"] = str(EVENTS_DIR / "get_status.json")
+            config["patch"] = _api_patch(f"/v1/jobs/{self.status_job}", job_id=self.status_job)
+        elif name == "relay":
+            config["event"] = _stream_event(self.h, self.worker_jobs[run])
+        elif name == "worker":
+            config["event"] = _sqs_event(self.h, self.worker_jobs[run])
+        else:
+            config["event"] = scheduled_event()
+        return config, self.h.function_environment(name)
+
+
+def _spawn(config: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:
+    env = {
+        **host_environment(),
+        **environment,
+        "OUTLAST_BENCH_CHILD": json.dumps(config),
+        "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "1"),
+    }
+    spawned = time.time()
+    completed = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
+        [sys.executable, "-c", CHILD],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"cold start child failed: {completed.stderr.decode()[-2000:]}")
+    result: dict[str, Any] = json.loads(Path(config["out"]).read_text())
+    if not result["ok"]:
+        raise RuntimeError(f"cold start child answered with a failure: {config.get('module', BASELINE)}")
+    result["spawnToAnswerSeconds"] = result["doneWall"] - spawned
+    result["interpreterStartSeconds"] = result["startedWall"] - spawned
+    return result
+
+
+def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
+    """The cold start section of the report."""
+    names = [BASELINE, *FUNCTIONS]
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory(prefix="outlast-bench-") as workdir:
+        plan = _Runs(h, runs, Path(workdir))
+        for run_index in range(runs):
+            say(f"coldstart: round {run_index + 1}/{runs}")
+            shift = run_index % len(names)
+            for name in names[shift:] + names[:shift]:
+                config, environment = plan.config(name, run_index)
+                samples[name].append(_spawn(config, environment))
+    baseline = statistics.median(s["spawnToAnswerSeconds"] for s in samples[BASELINE])
+    report: dict[str, Any] = {}
+    for name in names:
+        spawn_to_answer = [s["spawnToAnswerSeconds"] * 1000 for s in samples[name]]
+        report[name] = {
+            "spawnToAnswerMs": summary(spawn_to_answer, 1),
+            "importMs": summary([s["importSeconds"] * 1000 for s in samples[name]], 1),
+            "firstInvokeMs": summary([s["invokeSeconds"] * 1000 for s in samples[name]], 1),
+            "interpreterStartMs": summary([s["interpreterStartSeconds"] * 1000 for s in samples[name]], 1),
+            "ratioToBaseline": round(statistics.median(spawn_to_answer) / (baseline * 1000), 2),
+        }
+    return {
+        "runsPerFunction": runs,
+        "baseline": report.pop(BASELINE),
+        "functions": report,
+        "method": "fresh `python -c` per run: import the handler module, build the event (events/*.json "
+        "for the API functions), invoke once against moto; spawn-to-answer wall time, functions and a "
+        "`boto3.client('dynamodb').get_item` baseline interleaved round-robin; medians",
+    }

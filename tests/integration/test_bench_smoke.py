@@ -1,0 +1,109 @@
+"""`make bench`'s cost and worker benchmarks, run with tiny sizes: the report's shape, never its speed.
+
+The benchmark runs in a child process (`python -m outlast.bench --smoke`) because it replaces
+stdout, hooks boto3's default session and imports the handlers against its own moto: none of
+that may leak into the rest of the test session.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outlast.bench.prices import load_prices
+
+pytestmark = pytest.mark.integration
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out_dir = tmp_path_factory.mktemp("bench")
+    completed = subprocess.run(  # noqa: S603 - our own module
+        [
+            sys.executable,
+            "-m",
+            "outlast.bench",
+            "--smoke",
+            "--only",
+            "worker,cost",
+            "--out-dir",
+            str(out_dir),
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads((out_dir / "benchmarks.json").read_text()), (out_dir / "benchmarks.md").read_text()
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and value > 0
+
+
+def test_cost_section_prices_a_job_for_each_design(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the cost benchmark
+    document, _ = report
+    # When its section is read
+    cost = document["cost"]
+    # Then the headline and every design carry a positive price per million jobs
+    assert _positive(cost["per_million_jobs_usd"])
+    for design in ("httpApi", "httpApiQuiet", "restApi", "stepFunctionsStandard"):
+        assert _positive(cost["designs"][design]["usdPerMillionJobs"]), design
+        assert cost["designs"][design]["lines"], design
+    # And the per-job quantities behind them are present and positive
+    per_job = cost["perJob"]
+    for key in (
+        "apiRequests",
+        "writeUnitsTables",
+        "writeUnitsIndexes",
+        "readUnits",
+        "sqsRequests",
+        "logBytes",
+    ):
+        assert _positive(per_job[key]), key
+    assert per_job["dynamodb"], "no DynamoDB step recorded"
+    assert per_job["reportedByMoto"], "moto's ReturnConsumedCapacity answers not recorded"
+    assert _positive(cost["modelWait"]["usdPerMillionJobsPerSecondOfWait"])
+    assert _positive(cost["fixedMonthly"]["totalUsdPerMonth"])
+    assert cost["priceTable"]["asOf"]
+
+
+def test_worker_section_reports_a_concurrency_ratio(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the worker benchmark
+    document, _ = report
+    # When its section is read
+    worker = document["worker"]
+    # Then the ratio and the timings it comes from are positive numbers
+    assert _positive(worker["concurrency_ratio"])
+    assert _positive(worker["singleJobSeconds"]["median"])
+    assert _positive(worker["batchSeconds"]["median"])
+    assert worker["run"]["machineBefore"]["cpuCount"]
+
+
+def test_markdown_report_has_the_sections_that_ran(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the cost and worker benchmarks
+    _, markdown = report
+    # Then the markdown report carries both sections and the headline
+    for heading in ("## Headline", "## 1. Cost per job", "## 2. Worker concurrency"):
+        assert heading in markdown
+
+
+def test_committed_price_table_names_a_source_for_every_price() -> None:
+    # Given the committed price table
+    prices = load_prices()
+    # Then it is dated, and every price is non-negative with its source page named
+    assert prices.as_of
+    assert prices.prices
+    for price in prices.prices.values():
+        assert price.usd >= 0
+        assert price.source.strip()

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from outlast.chaos.spec import ChaosSpec
-from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack, read_state
 
 if TYPE_CHECKING:
     from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
@@ -62,6 +61,9 @@ def register(commands: Any) -> None:
 
 
 def _up(arguments: argparse.Namespace) -> int:
+    # Local mode needs the `local` extra (moto, the CDK, awslambdaric); the client commands do not.
+    from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack  # noqa: PLC0415
+
     options = LocalOptions(
         port=arguments.port,
         context=_pairs(arguments.context),
@@ -131,6 +133,8 @@ def issue_token(state: dict[str, Any], user: str, tenant: str | None) -> str:
 
 def _token(arguments: argparse.Namespace) -> int:
     try:
+        from outlast.local.stack import read_state  # noqa: PLC0415 - see _up
+
         state = read_state(arguments.port)
     except FileNotFoundError as error:
         print(error, file=sys.stderr)

@@ -31,6 +31,7 @@ from outlast.local.stack import read_state
 from outlast.local.synth import STACK_TEMPLATE
 from shared.contract import Operation
 from shared.prompts import template_for
+from tests.support.answers import STATUS_DOCUMENT_FIELDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 300  # a first synth plus cold processes on a busy two-core machine
@@ -247,21 +248,6 @@ JOB_ERROR_CODES = frozenset(
         "provider_auth",
         "retries_exhausted",
         "input_missing",
-    }
-)
-STATUS_DOCUMENT_FIELDS = frozenset(
-    {
-        "jobId",
-        "status",
-        "operation",
-        "createdAt",
-        "updatedAt",
-        "expiresAt",
-        "attempts",
-        "cancelRequestedAt",
-        "resultUrl",
-        "error",
-        "usage",
     }
 )
 JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

@@ -11,22 +11,11 @@ import pytest
 from shared.job import Caller, JobError, Usage
 from shared.lifecycle import JobStatus
 from tests.fakes import job_record
+from tests.support.answers import STATUS_DOCUMENT_FIELDS
 
 CREATED = datetime(2030, 1, 15, 12, 0, 30, 250_000, tzinfo=UTC)
 RFC3339_MILLIS_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-WIRE_KEYS = {
-    "jobId",
-    "status",
-    "operation",
-    "createdAt",
-    "updatedAt",
-    "expiresAt",
-    "attempts",
-    "cancelRequestedAt",
-    "resultUrl",
-    "error",
-    "usage",
-}
+WIRE_KEYS = STATUS_DOCUMENT_FIELDS  # the contract, spelled once for every layer
 
 
 def internal_job(**overrides: object):

@@ -27,9 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from outlast.bench.events import EVENTS_DIR, scheduled_event
+from outlast.bench.events import EVENTS_DIR
 from outlast.bench.harness import Harness
 from outlast.bench.stats import summary
+from outlast.local.event_sources import scheduled_event
 from outlast.local.lambda_runtime import host_environment
 from outlast.local.synth import PROJECT_ROOT
 from shared.adapters.dynamo_items import job_key

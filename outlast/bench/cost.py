@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from outlast.bench.events import scheduled_event
 from outlast.bench.harness import SHARED_SERVICE_NAME, Harness, Invocation, model_wait_seconds
 from outlast.bench.meter import ApiCall
 from outlast.bench.prices import PriceTable
 from outlast.bench.stats import summary
+from outlast.local.event_sources import scheduled_event
 
 API_POLLS = 3  # after the submit, after the relay, after the worker
 # Lambda with active tracing samples the first request each second and 5% of the rest (X-Ray's

@@ -7,7 +7,6 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from outlast.local.synth import PROJECT_ROOT
@@ -45,21 +44,6 @@ def status_event(job_id: str, sub: str, tenant: str = SAMPLE_TENANT) -> dict[str
     event["requestContext"]["http"]["path"] = path
     event["pathParameters"] = {"jobId": job_id}
     return event
-
-
-def scheduled_event() -> dict[str, Any]:
-    """What EventBridge sends the sweeper."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": "123456789012",
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": "us-east-1",
-        "resources": [],
-        "detail": {},
-    }
 
 
 @dataclass

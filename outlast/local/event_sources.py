@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -266,3 +266,18 @@ class SqsSource:
 def dump(value: Any) -> str:
     """JSON for on-failure destination messages."""
     return json.dumps(value, default=str)
+
+
+def scheduled_event() -> dict[str, Any]:
+    """What an EventBridge schedule sends its target."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {},
+    }

@@ -18,10 +18,8 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,7 @@ import boto3
 
 from outlast.chaos.spec import ENV_HANDLER, ENV_SPEC, SHIM_HANDLER, ChaosSpec
 from outlast.local import event_sources
-from outlast.local.event_sources import SqsSource, StreamSource
+from outlast.local.event_sources import SqsSource, StreamSource, scheduled_event
 from outlast.local.http_front import ApiConfig, ApiFront, Cors, Route, TokenBucket
 from outlast.local.jwt_auth import JwtAuthorizer, JwtVerifier
 from outlast.local.lambda_runtime import (
@@ -565,18 +563,4 @@ def _logical_id_from_target(resolved: str, raw: Any) -> str:
 
 
 def _scheduled(invoke: Callable[[dict[str, Any]], Any]) -> Callable[[], Any]:
-    return lambda: invoke(_scheduled_event())
-
-
-def _scheduled_event() -> dict[str, Any]:
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": "123456789012",
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": REGION,
-        "resources": [],
-        "detail": {},
-    }
+    return lambda: invoke(scheduled_event())

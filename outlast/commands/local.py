@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import os
 import secrets
 import signal
 import sys
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
 
 DEFAULT_PORT = 8000
+STOP_TIMEOUT_SECONDS = 90
 
 
 def _pairs(values: list[str] | None) -> dict[str, str]:
@@ -91,8 +94,22 @@ def _up(arguments: argparse.Namespace) -> int:
         stop.wait()
     finally:
         print("stopping...", file=sys.stderr, flush=True)
+        # A stop that hangs prints every thread's stack and exits 1; the children still end,
+        # since each is started with a parent-death signal.
+        faulthandler.dump_traceback_later(STOP_TIMEOUT_SECONDS, exit=True)
         stack.stop()
+        faulthandler.cancel_dump_traceback_later()
+    _exit_despite_stray_threads()
     return 0
+
+
+def _exit_despite_stray_threads() -> None:
+    """Everything was stopped; a thread still running (a bug) must not keep the process alive."""
+    stray = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if stray:
+        print(f"stopped; threads still running: {', '.join(stray)}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(0)
 
 
 def local_client(service: str, state: dict[str, Any]) -> Any:

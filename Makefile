@@ -27,7 +27,10 @@ install: $(STAMP) ## Create .venv and install outlast with its dev tools (automa
 
 .PHONY: test
 test: $(STAMP) ## Every test layer: unit, integration, infra, e2e; coverage floor 85% (the README's test command)
-	$(BIN)/python -m pytest --cov --cov-report=term $(PYTEST_ARGS)
+	@# Two workers for the layers that run in-process (file by file: a file's fixtures stay together);
+	@# the end-to-end layer runs alone, as its stacks already use every core.
+	$(BIN)/python -m pytest -n 2 --dist loadfile --cov --cov-report= tests/unit tests/contract tests/integration tests/infra $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --cov --cov-append --cov-report=term tests/e2e $(PYTEST_ARGS)
 
 .PHONY: check
 check: lint test ## What CI runs: lint, then every test
@@ -69,7 +72,7 @@ openapi: $(STAMP) ## Regenerate docs/openapi.json from the code
 
 .PHONY: clean
 clean: ## Remove build outputs and caches (keeps .venv)
-	rm -rf cdk.out cdk.out.local cdk.out.e2e* build .local .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf cdk.out cdk.out.* build .local .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
 
 # --- CDK app (infra/) --------------------------------------------------------------------------
 # The pinned CDK CLI from package.json; cdk.json runs `python3 -m infra.app`, so the venv's python

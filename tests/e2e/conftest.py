@@ -10,14 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from outlast.chaos.target import FAST_CONTEXT
 from tests.support.local_stack import PROJECT_ROOT, RunningStack, start_stack, stop_stack
 
-E2E_CONTEXT = {
-    "leaseSeconds": "5",
-    "heartbeatSeconds": "1",
-    "dispatchGraceSeconds": "6",
-    "releaseMarginSeconds": "5",
-}
+E2E_CONTEXT = FAST_CONTEXT  # short leases and grace periods; the chaos driver uses the same
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

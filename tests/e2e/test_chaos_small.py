@@ -32,7 +32,7 @@ def report() -> ChaosReport:
     options = DriverOptions(
         jobs=JOBS,
         seed=SEED,
-        cdk_out=PROJECT_ROOT / "cdk.out.e2e-chaos",
+        cdk_out=PROJECT_ROOT / "cdk.out.e2e",  # the session stack's context: one synth serves both
         drain_timeout=240,
     )
     return run_chaos(options)

@@ -46,6 +46,7 @@ from typing import Any
 from outlast.bench.stats import latency_summary
 from outlast.commands.local import issue_token, local_client
 from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack, read_state
+from outlast.local.stop_signals import StopSignals
 from outlast.local.synth import PROJECT_ROOT
 from shared import resources as r
 from shared.adapters.dynamo_items import (
@@ -100,9 +101,7 @@ def _to_stderr(line: str) -> None:
 
 def serve(port: int) -> None:
     """The child process: `outlast local up` with the housekeeping loops paused (see the module)."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = StopSignals().install()
     options = LocalOptions(
         port=port,
         environment=dict(STACK_ENVIRONMENT),

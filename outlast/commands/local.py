@@ -6,7 +6,6 @@ import argparse
 import faulthandler
 import os
 import secrets
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -66,6 +65,7 @@ def register(commands: Any) -> None:
 def _up(arguments: argparse.Namespace) -> int:
     # Local mode needs the `local` extra (moto, the CDK, awslambdaric); the client commands do not.
     from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack  # noqa: PLC0415
+    from outlast.local.stop_signals import StopSignals  # noqa: PLC0415
 
     options = LocalOptions(
         port=arguments.port,
@@ -84,9 +84,8 @@ def _up(arguments: argparse.Namespace) -> int:
             print(f"--chaos: {error}", file=sys.stderr)
             return 2
         options.chaos = spec.prepare()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Installed before the start: a Ctrl-C during a long first synth stops the stack once it is up.
+    stop = StopSignals().install()
     stack = LocalStack(options)
     try:
         stack.start()

@@ -33,7 +33,6 @@ import json
 import math
 import re
 import select
-import signal
 import socket
 import sys
 import threading
@@ -43,9 +42,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 
+from outlast.local.stop_signals import StopSignals
 from shared.contract import Operation
 from shared.prompts import TEMPLATES
 
@@ -623,19 +623,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
 
-    stop = threading.Event()
-
-    def request_stop(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, request_stop)
+    stop = StopSignals().install()
     server = ModelServer(args.host, args.port, verbose=args.verbose).start()
     sys.stdout.write(f"model server: {server.url}\n")
     sys.stdout.flush()
-    # A timed wait keeps the main thread responsive to signals.
-    while not stop.wait(0.5):
-        pass
+    stop.wait()
     server.stop()
     return 0
 

@@ -31,7 +31,7 @@ def parse(argv: Sequence[str] | None = None) -> tuple[DriverOptions, Path | None
     )
     parser.add_argument("--cdk-out", type=Path, default=defaults.cdk_out, help="cloud assembly directory")
     parser.add_argument(
-        "--concurrency", type=int, default=defaults.concurrency, help="concurrent clients (default 8)"
+        "--concurrency", type=int, default=defaults.concurrency, help="concurrent clients (default 4)"
     )
     parser.add_argument(
         "--drain-timeout",

@@ -34,7 +34,8 @@ class Transition:
     """One guarded move in the lifecycle, applied as a single conditional write.
 
     The write succeeds only while the job is still in `source` (and, where `lease_token` is
-    given, still held by that lease); otherwise nothing changes and ConditionFailedError says
+    given, still held by that lease; with `require_lease_expired`, only while that lease is
+    still past its expiry at `now`); otherwise nothing changes and ConditionFailedError says
     who won.
     """
 
@@ -46,6 +47,7 @@ class Transition:
     new_lease: Lease | None = None
     count_attempt: bool = False
     require_due: bool = False
+    require_lease_expired: bool = False
     renew_attempts: bool = False
     operator_redrive: bool = False
     dispatch_at: datetime | None = None

@@ -211,6 +211,7 @@ def _conditions_hold(job: JobRecord, t: Transition) -> bool:
         job.status is t.source
         and (t.lease_token is None or job.lease_token == t.lease_token)
         and (not t.require_due or job.dispatch_at <= t.now)
+        and (not t.require_lease_expired or job.lease_expires_at is None or job.lease_expires_at <= t.now)
         and (not t.count_attempt or job.attempts < job.max_attempts)
     )
 

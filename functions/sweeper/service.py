@@ -66,6 +66,9 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
     return report
 
 
+_LEASED = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
+
+
 def _recover(deps: SweeperDependencies, job_id: str, now: datetime, report: SweepReport) -> None:
     job = deps.repository.get_job(job_id)
     if job is None:
@@ -83,7 +86,7 @@ def _recover(deps: SweeperDependencies, job_id: str, now: datetime, report: Swee
 def _step(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
     if job.status is JobStatus.PENDING:
         return _recover_pending(deps, job, now, report)
-    if job.status in {JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED}:
+    if job.status in _LEASED:
         return _recover_leased(deps, job, now, report)
     return False
 
@@ -139,6 +142,9 @@ def _write(
             target=target,
             now=now,
             lease_token=job.lease_token,
+            # The read said the lease had expired; a heartbeat since then means its holder is
+            # alive, and taking the job now would run it twice (or fail a job still progressing).
+            require_lease_expired=job.status in _LEASED,
             error=error,
             dispatch_at=dispatch_at,
             sweep_at=sweep_at,

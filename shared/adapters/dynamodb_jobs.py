@@ -240,6 +240,11 @@ def _transition_update(t: Transition) -> UpdateBuilder:
         update.require(f"{update.name('leaseToken')} = {update.value(t.lease_token)}")
     if t.require_due:
         update.require(f"{update.name('dispatchAt')} <= {update.value(to_iso(t.now))}")
+    if t.require_lease_expired:
+        lease_expires = update.name("leaseExpiresAt")
+        update.require(
+            f"attribute_not_exists({lease_expires}) OR {lease_expires} <= {update.value(to_iso(t.now))}"
+        )
     if t.count_attempt:
         attempts = update.name("attempts")
         update.require(f"{attempts} < {update.name('maxAttempts')}")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import boto3
 import pytest
 
+from functions.sweeper.dependencies import build_dependencies
+from functions.sweeper.service import sweep
+from functions.sweeper.settings import SweeperSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.clock import truncate_to_millis
@@ -192,3 +197,68 @@ def test_heartbeats_keep_a_call_longer_than_the_lease_alive_while_the_sweeper_ru
     assert final["status"] == "Succeeded"
     assert final["attempts"] == 1
     assert len(pipeline.model_calls()) == 1
+
+
+class _HeartbeatLandsAfterTheSweepersRead:
+    """The sweeper's repository, except that the live holder's heartbeat lands just after the
+    sweeper read the job (a late heartbeat: the read saw an expired lease)."""
+
+    def __init__(self, inner: Any, holder: DynamoJobRepository, lease_token: str) -> None:
+        self._inner, self._holder, self._lease_token = inner, holder, lease_token
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        seen = self._inner.get_job(job_id)
+        self._holder.heartbeat(job_id, Lease(self._lease_token, now_millis() + timedelta(seconds=60)))
+        return seen
+
+
+@pytest.mark.parametrize("attempts_before", [0, 2], ids=["attempts-left", "last-attempt"])
+def test_a_heartbeat_after_the_sweepers_read_keeps_the_job_with_its_holder(
+    pipeline: Pipeline, attempts_before: int
+) -> None:
+    repository = _repository(pipeline)
+    job_id = pipeline.submit(
+        {"operation": "summarize", "input": {"text": "Held, late."}}, key=f"late-heartbeat-{attempts_before}"
+    )["body"]["jobId"]
+    # Given a job whose earlier claims were released (so the next claim may be its last) ...
+    for attempt in range(attempts_before):
+        _claim(repository, job_id, f"earlier-{attempt}", lease_seconds=60)
+        now = now_millis()
+        repository.transition(
+            Transition(
+                job_id=job_id,
+                source=JobStatus.RUNNING,
+                target=JobStatus.PENDING,
+                now=now,
+                lease_token=f"earlier-{attempt}",
+                dispatch_at=now,
+                sweep_at=now + timedelta(seconds=60),
+            )
+        )
+    # ... claimed by a live holder whose lease has already lapsed when the sweeper reads it
+    held = _claim(repository, job_id, "live-holder", lease_seconds=-1)
+    assert held.attempts == attempts_before + 1
+
+    # When the sweeper runs and the holder's heartbeat lands between its read and its write
+    dependencies = build_dependencies(SweeperSettings.from_environ())
+    late = _HeartbeatLandsAfterTheSweepersRead(dependencies.repository, repository, "live-holder")
+    report = sweep(dataclasses.replace(dependencies, repository=late))
+
+    # Then the sweeper leaves the job alone: no second run, no failure while it progresses
+    assert job_id not in report.job_ids
+    after = repository.get_job(job_id)
+    assert after is not None
+    assert (after.status, after.lease_token, after.attempts, after.error) == (
+        JobStatus.RUNNING,
+        "live-holder",
+        attempts_before + 1,
+        None,
+    )
+    assert after.lease_expires_at is not None
+    assert after.lease_expires_at > now_millis()
+    # ... nothing was re-sent, and the holder still has its lease
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
+    repository.heartbeat(job_id, Lease("live-holder", now_millis() + timedelta(seconds=60)))

@@ -85,6 +85,10 @@ class JobRepository(Protocol):
         """Write the claim unless a live one exists; return the existing claim (None when this call won)."""
         ...
 
+    def find_idempotency_claim(self, scope_hash: str, now: datetime) -> IdempotencyRecord | None:
+        """The live claim of this caller-and-key scope, read strongly consistent, or None."""
+        ...
+
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """Write the job item unless it exists; True when this call created it.
 

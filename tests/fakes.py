@@ -85,6 +85,11 @@ class InMemoryJobRepository:
         self.writes.append("claim_idempotency_key")
         return None
 
+    def find_idempotency_claim(self, scope_hash: str, now: datetime) -> IdempotencyRecord | None:
+        """A consistent GetItem; an expired claim (not yet deleted by TTL) counts as absent."""
+        existing = self.claims.get(scope_hash)
+        return None if existing is None or existing.expires_at < now else existing
+
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """`attribute_not_exists(pk)`: True only for the call that created it."""
         if job.job_id in self.jobs:

@@ -35,12 +35,21 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     """
     settings = deps.settings
     now = truncate_to_millis(deps.clock.now())
-    model = _model_for(request, settings.default_model, settings.allowed_models)
+    job_fingerprint = fingerprint(request.client_fields())
+    scope = scope_hash(caller, key)
+    try:
+        model = _model_for(request, settings.default_model, settings.allowed_models)
+    except ModelNotAllowedError:
+        # A deploy may have narrowed the allowlist since this key's first submit: an identical
+        # retry still replays its job (DESIGN.md, "Idempotency"). Only this refusal pays the read.
+        replay = _replay_of_accepted(deps, scope, job_fingerprint, now)
+        if replay is None:
+            raise
+        return replay
     _take_quota(deps, caller, now)
 
-    job_fingerprint = fingerprint(request.client_fields())
     proposed = IdempotencyRecord(
-        scope_hash=scope_hash(caller, key),
+        scope_hash=scope,
         fingerprint=job_fingerprint,
         job_id=new_job_id(),
         created_at=now,
@@ -82,6 +91,21 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     current = deps.repository.get_job(job.job_id)
     logger.info("job replayed")
     return SubmitOutcome(job=current or job, replayed=True)
+
+
+def _replay_of_accepted(
+    deps: SubmitDependencies, scope: str, job_fingerprint: str, now: datetime
+) -> SubmitOutcome | None:
+    """The job an identical earlier submit created under this key, if there is one (read only)."""
+    claim = deps.repository.find_idempotency_claim(scope, now)
+    if claim is None or claim.fingerprint != job_fingerprint:
+        return None
+    current = deps.repository.get_job(claim.job_id)
+    if current is None:  # its submit stopped between writes: not completed under today's allowlist
+        return None
+    bind_job(current.job_id)
+    logger.info("job replayed", extra={"model_no_longer_allowed": True})
+    return SubmitOutcome(job=current, replayed=True)
 
 
 def _model_for(request: SubmitRequest, default_model: str, allowed: tuple[str, ...]) -> str:

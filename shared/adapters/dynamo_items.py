@@ -156,6 +156,11 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
     )
 
 
+def idempotency_key(scope_hash: str) -> dict[str, Any]:
+    """The key of a caller-and-key scope's idempotency claim."""
+    return {r.IDEMPOTENCY_PARTITION_KEY: {"S": f"IDEM#{scope_hash}"}}
+
+
 def idempotency_to_item(record: IdempotencyRecord) -> dict[str, Any]:
     """The idempotency claim item; its TTL is its own expiry (24 h), never the job's."""
     return serialize(

@@ -11,6 +11,7 @@ from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
     idempotency_from_item,
+    idempotency_key,
     idempotency_to_item,
     job_from_item,
     job_key,
@@ -71,6 +72,20 @@ class DynamoJobRepository:
                 raise
             return idempotency_from_item(item)
         return None
+
+    def find_idempotency_claim(self, scope_hash: str, now: datetime) -> IdempotencyRecord | None:
+        """The live claim, or None (TTL deletes late, so an expired claim is absent here too)."""
+        with storage_errors():
+            response = self._client.get_item(
+                TableName=self._idempotency_table,
+                Key=idempotency_key(scope_hash),
+                ConsistentRead=True,
+            )
+        item = response.get("Item")
+        if not item:
+            return None
+        record = idempotency_from_item(item)
+        return None if record.expires_at < now else record
 
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """Write the job item unless it exists; its INSERT on the stream is what starts the work."""

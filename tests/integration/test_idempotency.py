@@ -111,6 +111,30 @@ def test_the_same_key_with_another_body_is_refused(storage: Storage) -> None:
     assert storage.idempotency_items() == claims_before
 
 
+def test_an_identical_retry_replays_after_a_deploy_narrowed_the_model_allowlist(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = {**SUMMARIZE, "options": {"model": "gpt-4o"}}
+    # Given a job accepted for a model the allowlist then allowed
+    monkeypatch.setenv("ALLOWED_MODELS", "gpt-4o-mini,gpt-4o")
+    job_id = accepted(call_submit(submit_event(body, key="order-1")))
+    claims_before = storage.idempotency_items()
+
+    # When a deploy drops that model and the client retries the same request
+    monkeypatch.setenv("ALLOWED_MODELS", "gpt-4o-mini")
+    again = call_submit(submit_event(body, key="order-1"))
+
+    # Then it replays the job (server-side policy is not part of the request)
+    assert accepted(again) == job_id
+    assert again.header("Idempotent-Replayed") == "true"
+    assert storage.job_ids() == [job_id]
+    assert storage.idempotency_items() == claims_before
+    # ... while a new key for that model is refused, and nothing is written for it
+    assert_problem(call_submit(submit_event(body, key="order-2")), 400, "model_not_allowed")
+    assert storage.job_ids() == [job_id]
+    assert storage.idempotency_items() == claims_before
+
+
 @pytest.mark.parametrize(
     ("first_key", "second_key"),
     [('"order-1"', "order-1"), ("order-1", '"order-1"')],

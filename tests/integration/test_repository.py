@@ -114,6 +114,16 @@ def test_an_expired_claim_is_overwritten(storage: Storage) -> None:
     assert [item["jobId"]["S"] for item in storage.idempotency_items()] == ["job-new"]
 
 
+def test_a_live_claim_is_found_and_an_expired_or_missing_one_is_not(storage: Storage) -> None:
+    repository = storage.repository()
+    live = _claim_record("job-1", "f1", expires_in=timedelta(hours=24))
+    assert repository.claim_idempotency_key(live, jobs.now_millis()) is None
+
+    assert repository.find_idempotency_claim(live.scope_hash, jobs.now_millis()) == live
+    assert repository.find_idempotency_claim(live.scope_hash, live.expires_at + timedelta(seconds=1)) is None
+    assert repository.find_idempotency_claim("another-scope", jobs.now_millis()) is None
+
+
 # --- Jobs ---------------------------------------------------------------------------------------
 
 

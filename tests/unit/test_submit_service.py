@@ -521,6 +521,61 @@ class TestModelAllowlist:
             submit(deps, {**SUMMARIZE, "options": {"model": "GPT-4o"}})
 
 
+GPT_4O: dict[str, Any] = {**SUMMARIZE, "options": {"model": "gpt-4o"}}
+
+
+class TestModelAllowlistAfterADeploy:
+    """The allowlist is server-side policy: a deploy that narrows it does not break a replay."""
+
+    @staticmethod
+    def narrowed(deps: SubmitDependencies) -> SubmitDependencies:
+        return SubmitDependencies(
+            settings=settings(ALLOWED_MODELS="gpt-4o-mini"),
+            repository=deps.repository,
+            payloads=deps.payloads,
+            clock=deps.clock,
+        )
+
+    def test_an_identical_retry_replays_its_job(
+        self, deps: SubmitDependencies, repository: InMemoryJobRepository
+    ) -> None:
+        first = submit(deps, GPT_4O)
+        writes = list(repository.writes)
+
+        again = submit(self.narrowed(deps), GPT_4O)
+
+        assert again.replayed is True
+        assert again.job.job_id == first.job.job_id
+        assert repository.writes == writes
+
+    def test_another_request_under_that_key_is_refused_for_its_model(self, deps: SubmitDependencies) -> None:
+        submit(deps, GPT_4O)
+
+        with pytest.raises(ModelNotAllowedError):
+            submit(self.narrowed(deps), {**GPT_4O, "input": {"text": "Another text."}})
+
+    def test_a_submit_that_stopped_between_writes_is_not_completed_for_a_refused_model(
+        self, deps: SubmitDependencies, repository: InMemoryJobRepository
+    ) -> None:
+        # Given a claim whose job was never written (the first submit crashed after its claim)
+        first = submit(deps, GPT_4O)
+        del repository.jobs[first.job.job_id]
+
+        # When the retry comes after the deploy, Then today's allowlist decides, and no job appears
+        with pytest.raises(ModelNotAllowedError):
+            submit(self.narrowed(deps), GPT_4O)
+        assert repository.jobs == {}
+
+    def test_an_expired_claim_does_not_replay(
+        self, deps: SubmitDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        submit(deps, GPT_4O)
+        clock.advance(timedelta(hours=25))
+
+        with pytest.raises(ModelNotAllowedError):
+            submit(self.narrowed(deps), GPT_4O)
+
+
 class TestRetention:
     def test_a_replay_does_not_undo_the_input_retention_of_a_finished_job(
         self,

@@ -17,7 +17,7 @@ from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.clock import truncate_to_millis
 from shared.job import JobError, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
-from shared.ports import Lease, Transition, TransitionConflictError
+from shared.ports import JobRepository, Lease, Transition, TransitionConflictError
 from tests.support.aws import REGION
 from tests.support.pipeline import Pipeline
 
@@ -203,7 +203,7 @@ class _HeartbeatLandsAfterTheSweepersRead:
     """The sweeper's repository, except that the live holder's heartbeat lands just after the
     sweeper read the job (a late heartbeat: the read saw an expired lease)."""
 
-    def __init__(self, inner: Any, holder: DynamoJobRepository, lease_token: str) -> None:
+    def __init__(self, inner: JobRepository, holder: DynamoJobRepository, lease_token: str) -> None:
         self._inner, self._holder, self._lease_token = inner, holder, lease_token
 
     def __getattr__(self, name: str) -> Any:

@@ -1,7 +1,8 @@
 """Logger, Tracer and Metrics for every function, configured by Powertools' environment variables.
 
 Correlation id: the API Gateway request id at the edge of a request, then the job id wherever
-a job is known (`bind_job`), so one job's story reads as one thread across functions.
+a job is known (`bind_job`, which keeps the request id as `request_id`), so one job's story
+reads as one thread across functions and a caller's correlationId still finds its request.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ metrics = Metrics()
 
 
 def bind_job(job_id: str) -> None:
-    """Make the job id the correlation id of every log line that follows (one job per invocation)."""
+    """Make the job id the correlation id of every log line that follows (one job per invocation).
+
+    The request id it replaces stays on those lines as `request_id`: it is the `correlationId`
+    a problem+json answer gives the caller, and an on-call engineer searches the logs for it.
+    """
+    request_id = logger.get_correlation_id()
+    if request_id and request_id != job_id:
+        logger.append_keys(request_id=request_id)
     logger.set_correlation_id(job_id)
     logger.append_keys(job_id=job_id)
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from shared import resources as r
 from shared.job import BlobLocation, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
+from shared.observability import logger
 from shared.ports import Transition
 from tests.support import jobs
 from tests.support.answers import (
@@ -193,6 +197,39 @@ def test_a_succeeded_job_has_its_result(storage: Storage, location: BlobLocation
         "output": "A short summary.",
         "usage": {"inputTokens": 120, "outputTokens": 30},
     }
+
+
+class _Lines(logging.Handler):
+    """The function's log lines as Powertools formats them (with their appended keys)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(logger.registered_formatter.format(record)))
+
+
+def test_a_problems_correlation_id_is_in_the_log_line_of_its_request(storage: Storage) -> None:
+    # Given a succeeded job whose result item went missing
+    job_id = _submit()
+    _succeeded(storage, job_id)
+    key = {r.PARTITION_KEY: {"S": f"JOB#{job_id}"}, r.SORT_KEY: {"S": "RESULT"}}
+    storage.dynamodb.delete_item(TableName=storage.resources.jobs_table, Key=key)
+
+    # When its result is read (the function logs an error)
+    lines = _Lines()
+    logger.addHandler(lines)
+    try:
+        answer = call_status(job_event("get_result", job_id))
+    finally:
+        logger.removeHandler(lines)
+
+    # Then the caller gets a 503 whose correlationId finds the error line, which is the job's too
+    problem = assert_problem(answer, 503, "service_unavailable")
+    [error] = [line for line in lines.lines if line["level"] == "ERROR"]
+    assert error["request_id"] == problem["correlationId"] == answer.request_id
+    assert (error["correlation_id"], error["job_id"]) == (job_id, job_id)
 
 
 # --- Cancel ------------------------------------------------------------------------------------

@@ -218,12 +218,12 @@ def test_a_problems_correlation_id_is_in_the_log_line_of_its_request(storage: St
     storage.dynamodb.delete_item(TableName=storage.resources.jobs_table, Key=key)
 
     # When its result is read (the function logs an error)
-    lines = _Lines()
-    logger.addHandler(lines)
+    lines, underlying = _Lines(), logging.getLogger(logger.service)
+    underlying.addHandler(lines)
     try:
         answer = call_status(job_event("get_result", job_id))
     finally:
-        logger.removeHandler(lines)
+        underlying.removeHandler(lines)
 
     # Then the caller gets a 503 whose correlationId finds the error line, which is the job's too
     problem = assert_problem(answer, 503, "service_unavailable")

@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.contract import MAX_BODY_BYTES, ResponseModel
-from shared.errors import OutlastError, RateLimitedError
+from shared.errors import OutlastError, RateLimitedError, UnauthorizedError
 from shared.identity import caller_from_claims
 from shared.job import Caller
 from shared.observability import logger
@@ -123,9 +123,9 @@ def _is_json(content_type: str) -> bool:
     return media_type == JSON or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
-def _early_problem(event: dict[str, Any], code: str) -> dict[str, Any]:
+def _early_problem(event: dict[str, Any], code: str, error: OutlastError | None = None) -> dict[str, Any]:
     request_id = str(event.get("requestContext", {}).get("requestId", "unknown"))
-    status, body = problem_body(code, request_id)
+    status, body = problem_for_error(error, request_id) if error else problem_body(code, request_id)
     return {
         "statusCode": status,
         "headers": {"Content-Type": PROBLEM_CONTENT_TYPE},
@@ -145,10 +145,22 @@ def _text_body(event: dict[str, Any]) -> str | None:
         return None
 
 
+def _claims(event: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    claims: Mapping[str, Any] | None = (authorizer.get("jwt") or {}).get("claims")
+    return claims
+
+
 def serve(app: APIGatewayHttpResolver, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Resolve one request. A body over the limit, one that is not JSON, or one that is not even
+    """Resolve one request. A caller without an ID token is refused first (401 tells it nothing
+    about the request). A body over the limit, one that is not JSON, or one that is not even
     UTF-8, is refused before anything parses it: the resolver would otherwise try form and
     multipart parsers on it, or fail to decode it (a 500)."""
+    try:
+        caller_from_claims(_claims(event))
+    except UnauthorizedError as error:
+        logger.info("request refused", extra={"code": error.code})
+        return _early_problem(event, error.code, error)
     if _body_bytes(event) > MAX_BODY_BYTES:
         return _early_problem(event, "request_too_large")
     if not event.get("body"):

@@ -180,6 +180,32 @@ REFUSALS: dict[str, Refusal] = {
     "status-without-claims": Refusal(
         call_status, lambda: job_event("get_status", SAMPLE_JOB_ID, claims={}), 401, "unauthorized"
     ),
+    # Without an ID token, the 401 comes first: nothing about the request is checked, or told
+    "access-token-bad-body": _submit_refusal(
+        401, "unauthorized", _with(operation="translate"), claims=dict(ACCESS_TOKEN_CLAIMS)
+    ),
+    "access-token-no-key": _submit_refusal(401, "unauthorized", key=None, claims=dict(ACCESS_TOKEN_CLAIMS)),
+    "access-token-not-json": _submit_refusal(
+        401, "unauthorized", headers={"content-type": "text/plain"}, claims=dict(ACCESS_TOKEN_CLAIMS)
+    ),
+    "no-claims-body-over-1.5-mib": Refusal(
+        call_submit,
+        _raw(json.dumps({"operation": "summarize", "input": {"text": "x" * MAX_BODY_BYTES}}), claims={}),
+        401,
+        "unauthorized",
+    ),
+    "access-token-not-a-uuid": Refusal(
+        call_status,
+        lambda: job_event("get_status", "not-a-uuid", claims=dict(ACCESS_TOKEN_CLAIMS)),
+        401,
+        "unauthorized",
+    ),
+    "access-token-bad-limit": Refusal(
+        call_status,
+        lambda: api_event("list", query={"limit": "0"}, claims=dict(ACCESS_TOKEN_CLAIMS)),
+        401,
+        "unauthorized",
+    ),
     # Job ids
     "status-not-a-uuid": Refusal(call_status, _job("get_status", "not-a-uuid"), 400, "invalid_job_id"),
     "status-uuid-without-dashes": Refusal(

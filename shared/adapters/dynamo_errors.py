@@ -19,6 +19,8 @@ RETRYABLE_CODES = frozenset(
         "ServiceUnavailable",
         "SlowDown",
         "TransactionConflictException",
+        # S3: a conditional PUT (If-None-Match) raced another write of the key; AWS says retry.
+        "ConditionalRequestConflict",
     }
 )
 

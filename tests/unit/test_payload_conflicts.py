@@ -1,0 +1,44 @@
+"""Large payloads in S3: a conditional PUT that loses to an existing object is fine, one that
+raced a concurrent write is worth a retry (a 503 to a caller, a transient failure to a worker)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.errors import StorageUnavailableError
+from shared.job import JobInput
+
+JOB_ID = "0b7f4a4e-5d1c-4f5e-9a51-3f1f6b7f2c11"
+EXPIRES = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def _store_with_s3_answer(code: str, status: int) -> tuple[DynamoS3PayloadStore, Stubber]:
+    credentials: dict[str, Any] = {"aws_access_key_id": "unit", "aws_secret_access_key": "unit"}
+    s3 = boto3.client("s3", region_name="us-east-1", **credentials)
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1", **credentials)
+    stubber = Stubber(s3)
+    stubber.add_client_error("put_object", service_error_code=code, http_status_code=status)
+    stubber.activate()
+    return DynamoS3PayloadStore(dynamodb, lambda: s3, "jobs", "payloads"), stubber
+
+
+def test_an_object_that_already_exists_is_left_as_it_is() -> None:
+    store, stubber = _store_with_s3_answer("PreconditionFailed", 412)
+
+    store.put_input(JobInput(job_id=JOB_ID, text="large"), "s3", EXPIRES)
+
+    stubber.assert_no_pending_responses()
+
+
+def test_a_conditional_write_that_raced_another_is_retryable() -> None:
+    store, stubber = _store_with_s3_answer("ConditionalRequestConflict", 409)
+
+    with pytest.raises(StorageUnavailableError):
+        store.put_input(JobInput(job_id=JOB_ID, text="large"), "s3", EXPIRES)
+    stubber.assert_no_pending_responses()

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from infra.names import Runbook
+from tests.infra.conftest import Synthesized
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.infra
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOK = ROOT / "docs" / "runbook.md"
-TEMPLATES = sorted(ROOT.glob("cdk.out*/Outlast.template.json"))
 
 
 def _slug(heading: str) -> str:
@@ -32,17 +31,13 @@ def test_every_runbook_anchor_the_alarms_use_is_a_section() -> None:
     assert {anchor.value for anchor in Runbook} <= _anchors()
 
 
-def test_every_alarm_description_in_the_synthesized_template_links_a_section() -> None:
-    if not TEMPLATES:
-        pytest.skip("no synthesized template (run `make synth`)")
-    for path in TEMPLATES:
-        resources = json.loads(path.read_text())["Resources"]
-        alarms = [r for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-        assert alarms, path
-        for alarm in alarms:
-            links = re.findall(r"docs/runbook\.md#([a-z0-9-]+)", alarm["Properties"]["AlarmDescription"])
-            assert len(links) == 1, alarm["Properties"]["AlarmDescription"]
-            assert links[0] in _anchors(), (path.name, links[0])
+def test_every_alarm_description_links_one_section(synthesized: Synthesized) -> None:
+    alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
+    assert alarms
+    for alarm in alarms.values():
+        links = re.findall(r"docs/runbook\.md#([a-z0-9-]+)", alarm["Properties"]["AlarmDescription"])
+        assert len(links) == 1, alarm["Properties"]["AlarmDescription"]
+        assert links[0] in _anchors(), links[0]
 
 
 def test_the_runbooks_own_links_resolve() -> None:

@@ -34,6 +34,7 @@ class SweepReport:
     failed: int = 0
     skipped: int = 0
     examined: int = 0
+    errors: int = 0
     job_ids: list[str] = field(default_factory=list)
 
     @property
@@ -42,16 +43,35 @@ class SweepReport:
         return self.redispatched + self.expired_leases + self.canceled + self.failed
 
 
+class SweepIncompleteError(Exception):
+    """Some shards or jobs could not be looked at; the rest of the sweep was done."""
+
+
 def sweep(deps: SweeperDependencies) -> SweepReport:
     """One pass over every shard of the sweeper index, each shard getting an equal share of
-    max_items_per_run, so a backlog in one shard never starves the others."""
+    max_items_per_run, so a backlog in one shard never starves the others.
+
+    A shard or job that fails (throttling, a malformed item) is logged and passed over, so it
+    cannot hold up the rest; the sweep then ends in SweepIncompleteError, which the function's
+    Errors alarm sees. Every step is idempotent, so the next run simply tries again.
+    """
     report = SweepReport()
     now = truncate_to_millis(deps.clock.now())
     per_shard = max(1, deps.settings.max_items_per_run // r.SWEEP_SHARDS)
     for shard in range(r.SWEEP_SHARDS):
-        for job_id in deps.repository.sweep_candidates(str(shard), now, per_shard):
+        try:
+            candidates = deps.repository.sweep_candidates(str(shard), now, per_shard)
+        except Exception:  # noqa: BLE001 - logged; one shard must not hold up the others
+            logger.exception("sweeper could not read a shard", extra={"shard": shard})
+            report.errors += 1
+            continue
+        for job_id in candidates:
             report.examined += 1
-            _recover(deps, job_id, now, report)
+            try:
+                _recover(deps, job_id, now, report)
+            except Exception:  # noqa: BLE001 - logged; one job must not hold up the rest
+                logger.exception("sweeper could not recover a job", extra={"job_id": job_id})
+                report.errors += 1
     metrics.add_metric(name="SweeperRecoveries", unit="Count", value=report.recoveries)
     logger.info(
         "sweep done",
@@ -61,8 +81,11 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             "expired_leases": report.expired_leases,
             "canceled": report.canceled,
             "failed": report.failed,
+            "errors": report.errors,
         },
     )
+    if report.errors:
+        raise SweepIncompleteError(f"{report.errors} shards or jobs could not be swept; see the log")
     return report
 
 

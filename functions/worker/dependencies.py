@@ -18,14 +18,17 @@ from shared.adapters.sqs_queue import SqsJobQueue
 from shared.clock import Clock, SystemClock
 from shared.ports import JobQueue, JobRepository, ModelProvider, PayloadStore
 
-# Threads for blocking calls (model calls and AWS requests): at least the SQS batch size
-# times the calls each job makes at once, so a batch of 10 never queues behind itself.
-_THREADS = 32
+# Two pools, so that AWS requests (heartbeats above all) never queue behind model calls. A model
+# call abandoned by a cancel, a lost lease or a release keeps its thread until the SDK's timeout,
+# also into the container's next invocations; queued behind such calls, heartbeats would be late
+# and leases would lapse. Each pool holds a batch of 10 several times over.
+_AWS_THREADS = 16
+_MODEL_THREADS = 32
 
 
 @dataclass(frozen=True)
 class WorkerDependencies:
-    """Everything the worker talks to, plus the thread pool its blocking calls run on."""
+    """Everything the worker talks to, plus the thread pools its blocking calls run on."""
 
     settings: WorkerSettings
     repository: JobRepository
@@ -33,7 +36,8 @@ class WorkerDependencies:
     queue: JobQueue
     clock: Clock
     provider: Callable[[], ModelProvider]
-    executor: ThreadPoolExecutor
+    executor: ThreadPoolExecutor  # AWS requests
+    model_executor: ThreadPoolExecutor  # model calls
     random: Callable[[], float]
 
 
@@ -66,6 +70,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         queue=SqsJobQueue(boto3.client("sqs"), settings.jobs_queue_url, settings.dlq_url),
         clock=SystemClock(),
         provider=provider,
-        executor=ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="worker"),
+        executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
+        model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,
     )

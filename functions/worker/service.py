@@ -66,7 +66,7 @@ class JobWorker:
         self._deadline = deadline  # time.monotonic() after which in-flight jobs are released
 
     async def _io(self, function: Callable[..., T], *args: object) -> T:
-        """Run a blocking call (AWS, the model) on the worker's pool, off the event loop."""
+        """Run a blocking AWS request on the worker's pool for them, off the event loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._deps.executor, lambda: function(*args))
 
@@ -167,7 +167,7 @@ class JobWorker:
             # Slow to get here (a cold start): look for a cancel before spending a model call.
             await self._heartbeat(run)
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(self._deps.executor, provider.complete, request)
+        call = loop.run_in_executor(self._deps.model_executor, provider.complete, request)
         while True:
             budget = self._deadline - time.monotonic()
             done, _ = await asyncio.wait(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 from functions.sweeper.dependencies import build_dependencies
 from functions.sweeper.service import sweep
 from functions.sweeper.settings import SweeperSettings
+from functions.worker.dependencies import build_dependencies as build_worker_dependencies
+from functions.worker.settings import WorkerSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.clock import truncate_to_millis
@@ -262,3 +265,28 @@ def test_a_heartbeat_after_the_sweepers_read_keeps_the_job_with_its_holder(
     # ... nothing was re-sent, and the holder still has its lease
     assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
     repository.heartbeat(job_id, Lease("live-holder", now_millis() + timedelta(seconds=60)))
+
+
+def test_model_calls_left_running_do_not_starve_the_heartbeats(patient_pipeline: Pipeline) -> None:
+    pipeline = patient_pipeline
+    # Given a warm worker whose model threads are all taken but one, by calls it abandoned earlier
+    # (a cancel, a lost lease or a release leaves its call running until the SDK's timeout)
+    model_threads = build_worker_dependencies(WorkerSettings.from_environ()).model_executor
+    abandoned = threading.Event()
+    for _ in range(model_threads._max_workers - 1):
+        model_threads.submit(abandoned.wait, 60)
+    try:
+        # When a job's call outlasts its 2 s lease, with the sweeper on its schedule throughout
+        job_id = pipeline.submit(
+            {"operation": "summarize", "input": {"text": "Beside abandoned calls. [[delay:4]]"}},
+            key="abandoned-calls",
+        )["body"]["jobId"]
+        with pipeline.sweeper_in_background() as sweeps:
+            [final] = pipeline.terminal(job_id)
+    finally:
+        abandoned.set()
+
+    # Then its heartbeats kept the lease: the first claim finished it with the only model call
+    assert all(job_id not in report["jobIds"] for report in sweeps)
+    assert (final["status"], final["attempts"]) == ("Succeeded", 1)
+    assert len(pipeline.model_calls()) == 1

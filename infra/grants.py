@@ -6,7 +6,11 @@
 - S3: `Bucket.grant_read`/`grant_put` bring `s3:GetObject*`, `s3:List*`, `s3:Abort*` and friends.
   Here a role gets exactly GetObject or PutObject, on the key prefixes it uses (plus ListBucket
   for readers, so that a missing object reads as 404, not 403).
-Both go through `iam.Grant`, like the L2 helpers, so the statements land in the role's policy.
+- SQS: `Queue.grant_send_messages` adds GetQueueAttributes and GetQueueUrl; the functions only
+  send (SendMessage also authorizes SendMessageBatch) to a queue URL they are given.
+- Secrets Manager: `Secret.grant_read` adds DescribeSecret; Powertools' reader only calls
+  GetSecretValue.
+All go through `iam.Grant`, like the L2 helpers, so the statements land in the role's policy.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from aws_cdk import Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
 from infra import nag
@@ -29,6 +35,18 @@ def grant_table(
     resources = [table.table_arn, *(f"{table.table_arn}/index/{name}" for name in indexes)]
     return iam.Grant.add_to_principal(
         grantee=grantee, actions=[f"dynamodb:{action}" for action in actions], resource_arns=resources
+    )
+
+
+def grant_send(queue: sqs.IQueue, grantee: iam.IGrantable) -> iam.Grant:
+    """`sqs:SendMessage` (which covers SendMessageBatch) on one queue, nothing else."""
+    return queue.grant(grantee, "sqs:SendMessage")
+
+
+def grant_secret_value(secret: secretsmanager.ISecret, grantee: iam.IGrantable) -> iam.Grant:
+    """`secretsmanager:GetSecretValue` on one secret, nothing else (its key is AWS-managed)."""
+    return iam.Grant.add_to_principal(
+        grantee=grantee, actions=["secretsmanager:GetSecretValue"], resource_arns=[secret.secret_arn]
     )
 
 

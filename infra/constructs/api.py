@@ -138,8 +138,9 @@ class Api(Construct):
         )
         # The job and its input item (conditional PutItem, GetItem on replay).
         grants.grant_table(storage.jobs_table, function, ["PutItem", "GetItem"])
-        # Idempotency claims (conditional PutItem) and per-owner submit counters (UpdateItem).
-        grants.grant_table(storage.idempotency_table, function, ["PutItem", "UpdateItem"])
+        # Idempotency claims (conditional PutItem; GetItem when a model the allowlist no longer
+        # names may still replay its job) and per-owner submit counters (UpdateItem).
+        grants.grant_table(storage.idempotency_table, function, ["PutItem", "GetItem", "UpdateItem"])
         grants.grant_objects(storage.payload_bucket, function, ["PutObject"], [r.INPUT_PREFIX])
         return function
 
@@ -167,7 +168,7 @@ class Api(Construct):
         )
         grants.grant_objects(storage.payload_bucket, function, ["GetObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, function)
-        self.cursor_secret.grant_read(function)
+        grants.grant_secret_value(self.cursor_secret, function)
         nag.acknowledge(
             self.cursor_secret,
             "AwsSolutions-SMG4",

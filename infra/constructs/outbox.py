@@ -15,7 +15,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import nag
+from infra import grants, nag
 from infra.config import (
     DLQ_RETENTION_DAYS,
     RELAY_BATCH_SIZE,
@@ -95,7 +95,7 @@ class Outbox(Construct):
                 other_star_resources=_LIST_STREAMS_REASON,
             ),
         )
-        self.jobs_queue.grant_send_messages(self.relay)
+        grants.grant_send(self.jobs_queue, self.relay)
         self.relay.add_event_source(
             sources.DynamoEventSource(
                 storage.jobs_table,

@@ -58,7 +58,7 @@ class Sweeper(Construct):
         grants.grant_table(
             storage.jobs_table, self.function, ["Query", "GetItem", "UpdateItem"], indexes=[r.SWEEP_INDEX]
         )
-        outbox.jobs_queue.grant_send_messages(self.function)
+        grants.grant_send(outbox.jobs_queue, self.function)
         self.rule = events.Rule(
             self,
             SWEEP_RULE,

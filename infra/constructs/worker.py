@@ -75,8 +75,8 @@ class Worker(Construct):
         # The event source grants receive/delete; visibility changes are the worker's backoff, so say so.
         outbox.jobs_queue.grant(self.function, "sqs:ChangeMessageVisibility")
         # Poison messages are moved to the DLQ by the worker itself (DESIGN.md, "Delivery and execution").
-        outbox.dead_letter_queue.grant_send_messages(self.function)
-        self.openai_secret.grant_read(self.function)
+        grants.grant_send(outbox.dead_letter_queue, self.function)
+        grants.grant_secret_value(self.openai_secret, self.function)
         self.function.add_event_source(
             sources.SqsEventSource(
                 outbox.jobs_queue,

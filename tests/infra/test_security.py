@@ -53,17 +53,17 @@ STORAGE_RESOURCES = {
 EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
     FunctionName.SUBMIT: {
         "jobs": {"dynamodb:PutItem", "dynamodb:GetItem"},
-        "idempotency": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "idempotency": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "bucket": {"s3:PutObject"},
     },
     FunctionName.STATUS: {
         "jobs": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         "bucket": {"s3:GetObject", "s3:ListBucket"},
-        "cursor": {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"},
+        "cursor": {"secretsmanager:GetSecretValue"},
     },
     FunctionName.RELAY: {
         "jobs": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
-        "queue": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        "queue": {"sqs:SendMessage"},
         "relay_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
     },
     FunctionName.WORKER: {
@@ -76,12 +76,12 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
             "sqs:GetQueueAttributes",
             "sqs:GetQueueUrl",
         },
-        "dlq": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
-        "openai": {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"},
+        "dlq": {"sqs:SendMessage"},
+        "openai": {"secretsmanager:GetSecretValue"},
     },
     FunctionName.SWEEPER: {
         "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
-        "queue": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        "queue": {"sqs:SendMessage"},
     },
 }
 

@@ -33,6 +33,8 @@ STATUSES = ("Pending", "Running", "Succeeded", "Failed", "CancellationRequested"
 OPERATIONS = ("summarize", "analyze", "classify")
 # Connection errors that mean the request never left this machine (nothing to be unsure about).
 _NOT_CONNECTED_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+# More than this API ever asks for; a longer Retry-After is a broken header, not a plan.
+MAX_RETRY_AFTER_SECONDS = 3600
 
 
 class ErrorDocument(TypedDict):
@@ -125,11 +127,42 @@ class Answer(Generic[DocumentT]):
 
 
 def parse_retry_after(value: str | None) -> int | None:
-    """Delta-seconds from a Retry-After header; None when absent or not an integer (never a date here)."""
-    if value is None or not value.strip().isdigit():
+    """Delta-seconds from a Retry-After header, 1 s to an hour; None unless digits (never a date here)."""
+    text = (value or "").strip()
+    # isdigit() alone takes '²' and other digits that int() refuses.
+    if not (text.isascii() and text.isdigit()):
         return None
+    digits = text.lstrip("0") or "0"
+    # Huge values are broken headers: cap them before int() (which refuses 4,300+ digits) or sleep().
+    if len(digits) > len(str(MAX_RETRY_AFTER_SECONDS)):
+        return MAX_RETRY_AFTER_SECONDS
     # Never faster than once a second, even if a server said 0.
-    return max(1, int(value.strip()))
+    return min(max(1, int(digits)), MAX_RETRY_AFTER_SECONDS)
+
+
+def is_bearer_token(token: str) -> bool:
+    """True when an Authorization header can carry the token: visible ASCII, no spaces or line breaks."""
+    return bool(token) and all("!" <= character <= "~" for character in token)
+
+
+def check_api_url(api_url: str) -> None:
+    """Raise ValueError, with a message for the user, unless `api_url` is an http(s) base URL we can reach."""
+    parsed = urllib.parse.urlsplit(api_url)
+    # Only http(s): urllib would happily open file:// and friends. A query or fragment would end up
+    # in the middle of every request's path.
+    if parsed.scheme not in {"http", "https"} or not parsed.hostname or parsed.query or parsed.fragment:
+        raise ValueError(f"API URL must be http(s)://HOST[:PORT][/PREFIX], got {api_url!r}")
+    if parsed.username is not None or parsed.password is not None:
+        # Not echoed: the point is that it holds a secret.
+        raise ValueError("API URL must not hold a user name or password")
+    try:
+        parsed.port  # noqa: B018 - the property raises on a port that is not 0-65535
+        parsed.hostname.encode("idna")
+    except ValueError:  # UnicodeError (an empty or 64+ character label) is a ValueError
+        raise ValueError(f"API URL has a bad host or port: {api_url!r}") from None
+    # http.client refuses these in a request; caught here they are a usage error, not a retry.
+    if any(character <= " " or character == "\x7f" for character in api_url) or not parsed.path.isascii():
+        raise ValueError(f"API URL must not hold spaces, control or non-ASCII path characters: {api_url!r}")
 
 
 class ApiError(Exception):
@@ -202,6 +235,9 @@ def classify_connection_error(url: str, error: BaseException) -> TransportError:
     cause = error.reason if isinstance(error, urllib.error.URLError) else error
     if isinstance(cause, socket.gaierror):
         return ApiUnreachableError(url, f"unknown host: {cause.strerror or cause}")
+    if isinstance(cause, http.client.InvalidURL):
+        # Refused before connecting (a port or path http.client cannot use): nothing was sent.
+        return ApiUnreachableError(url, f"invalid URL: {cause}")
     if isinstance(cause, ssl.SSLCertVerificationError):
         # The handshake failed, so no request was sent, and trying again will not change the certificate.
         return ApiUnreachableError(url, f"TLS certificate not trusted: {cause.verify_message or cause}")
@@ -231,10 +267,10 @@ class OutlastClient:
     """The outlast API's five calls, with a bearer token and a timeout on each request."""
 
     def __init__(self, api_url: str, token: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
-        parsed = urllib.parse.urlsplit(api_url)
-        # Only http(s): urllib would happily open file:// and friends.
-        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
-            raise ValueError(f"API URL must be http(s)://HOST[:PORT][/PREFIX], got {api_url!r}")
+        check_api_url(api_url)
+        if not is_bearer_token(token):
+            # Never quote it: http.client's own error would print the whole header.
+            raise ValueError("the token must be visible ASCII with no spaces or line breaks")
         self.api_url = api_url.rstrip("/")
         self._token = token
         self._timeout = timeout_seconds
@@ -279,9 +315,8 @@ class OutlastClient:
     def _call(
         self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None
     ) -> Answer[Any]:
-        url = self.api_url + path
         request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
-            url,
+            self.api_url + path,
             method=method,
             data=None if body is None else json.dumps(body).encode(),
             headers={
@@ -304,6 +339,12 @@ class OutlastClient:
         except (OSError, http.client.HTTPException) as error:
             # OSError covers URLError, resets and timeouts; HTTPException a garbled or cut answer.
             raise classify_connection_error(self.api_url, error) from None
+        except ValueError:
+            # http.client refuses a header or URL it cannot encode before sending anything, and its
+            # message quotes the value, which may be the token: keep the message, drop the value.
+            raise ApiUnreachableError(
+                self.api_url, "the request holds characters HTTP cannot carry"
+            ) from None
 
 
 def _status(answer: Answer[Any]) -> Answer[StatusDocument]:

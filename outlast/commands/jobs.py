@@ -26,7 +26,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -48,6 +48,7 @@ from outlast.client import (
     SubmitRequest,
     TransportError,
     UnexpectedAnswerError,
+    is_bearer_token,
 )
 
 EXIT_OK = 0
@@ -63,6 +64,7 @@ TOKEN_ENV = "OUTLAST_TOKEN"  # noqa: S105 - the variable's name, not a token
 FALLBACK_POLL_SECONDS = 2  # when a non-terminal answer carries no Retry-After
 NETWORK_BACKOFF_SECONDS = (1, 2, 4)  # one entry per retry after a lost connection or a 5xx
 THROTTLE_RETRIES = 2  # 429s honoured before giving up
+MAX_RETRY_DELAY_SECONDS = 60  # a retry is for a brief outage; a longer Retry-After is not waited out
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 MAX_PAGE_LIMIT = 100
@@ -86,6 +88,10 @@ T = TypeVar("T")
 
 class UsageError(Exception):
     """The command cannot run as given (missing token, unreadable file, bad URL)."""
+
+
+class WaitTimeoutError(Exception):
+    """--wait --timeout ran out while a request was still being retried."""
 
 
 # --- pure helpers: exit codes and formatting (unit tested) -------------------------------------
@@ -342,7 +348,7 @@ class Progress:
             self._last_plain = state
             self._console.note(progress_line(self._job_id, document, self.elapsed()))
 
-    def pause(self, seconds: int) -> None:
+    def pause(self, seconds: float) -> None:
         """Sleep at least `seconds`, ticking the elapsed time on a terminal."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
@@ -365,14 +371,14 @@ class Progress:
 class Retry:
     """One decision to try a call again: after how long, why, and which retry of how many."""
 
-    delay: int
+    delay: float
     reason: str
     number: int
     of: int
 
     def message(self, what: str) -> str:
         """What the user is told while the command waits."""
-        return f"{self.reason}: retrying {what} in {self.delay} s (retry {self.number} of {self.of})"
+        return f"{self.reason}: retrying {what} in {self.delay:.0f} s (retry {self.number} of {self.of})"
 
 
 @dataclass
@@ -389,7 +395,7 @@ class RetryBudget:
                 return None
             self.throttled -= 1
             # API Gateway's own throttling sends no Retry-After; the functions' rate_limited does.
-            delay = error.retry_after or FALLBACK_POLL_SECONDS
+            delay = min(error.retry_after or FALLBACK_POLL_SECONDS, MAX_RETRY_DELAY_SECONDS)
             reason = (
                 f"rate limited (HTTP 429, asked to wait {error.retry_after} s)"
                 if error.retry_after
@@ -407,11 +413,15 @@ class RetryBudget:
         # A 503's Retry-After, when longer than our backoff, is the server's better guess.
         delay = max(self.network.pop(0), (error.retry_after or 0) if isinstance(error, ApiError) else 0)
         total = len(NETWORK_BACKOFF_SECONDS)
-        return Retry(delay, reason, total - len(self.network), total)
+        return Retry(min(delay, MAX_RETRY_DELAY_SECONDS), reason, total - len(self.network), total)
 
 
-def with_retries(console: Console, call: Callable[[], T], what: str) -> T:
-    """Run an idempotent call, trying again (bounded) after a lost connection, a 5xx or a 429."""
+def with_retries(console: Console, call: Callable[[], T], what: str, deadline: float | None = None) -> T:
+    """Run an idempotent call, trying again (bounded) after a lost connection, a 5xx or a 429.
+
+    With a `deadline` (a time.monotonic() value), a retry that would start after it starts at it
+    instead, and a retryable failure at or past it raises WaitTimeoutError rather than waiting on.
+    """
     budget = RetryBudget()
     while True:
         try:
@@ -420,6 +430,11 @@ def with_retries(console: Console, call: Callable[[], T], what: str) -> T:
             retry = budget.next_retry(error)
             if retry is None:
                 raise
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeoutError(f"{what} still failed when the time was up ({error})") from error
+                retry = replace(retry, delay=min(retry.delay, left))
             console.note(retry.message(what))
             time.sleep(retry.delay)
 
@@ -548,6 +563,10 @@ def _guarded(
             console.note(f"error: lost the connection to the API at {error.url} ({error.reason})")
         except UnexpectedAnswerError as error:
             console.note(f"error: {error}")
+        except WaitTimeoutError as error:
+            # Only `status --wait` gets here: its first request never got an answer in time.
+            console.note(f"timed out: {error}")
+            return EXIT_STILL_RUNNING
         except KeyboardInterrupt:
             console.note("interrupted")
             return EXIT_INTERRUPTED
@@ -563,6 +582,12 @@ def _connect(arguments: argparse.Namespace, console: Console) -> OutlastClient:
         raise UsageError(
             f"no token: set ${arguments.token_env} to a Cognito ID token "
             f"(locally: export {arguments.token_env}=$(outlast local token --user NAME))"
+        )
+    if not is_bearer_token(token):
+        # Never echoed: a pasted token is a secret, and a mangled one is most of one.
+        raise UsageError(
+            f"${arguments.token_env} does not hold a token: it has spaces, line breaks or "
+            "characters outside visible ASCII"
         )
     if getattr(arguments, "timeout", None) is not None and not arguments.wait:
         raise UsageError("--timeout only applies with --wait")
@@ -600,12 +625,20 @@ def _submit(arguments: argparse.Namespace, session: Session) -> int:
     key = arguments.idempotency_key or new_idempotency_key()
     # Said before the request leaves: whatever happens next, the user can retry with this key.
     console.note(f"idempotency key: {key}")
+    failures: list[BaseException] = []
+
+    def send() -> Answer[StatusDocument]:
+        try:
+            return client.submit(request, key)
+        except (TransportError, ApiError) as error:
+            failures.append(error)
+            raise
+
     try:
-        answer = with_retries(
-            console, lambda: client.submit(request, key), f"the submit with the same idempotency key {key}"
-        )
+        answer = with_retries(console, send, f"the submit with the same idempotency key {key}")
     except (TransportError, ApiError, KeyboardInterrupt) as error:
-        if submit_may_have_happened(error):
+        # Any attempt may have made the job, not only the last: a refused retry proves nothing.
+        if any(submit_may_have_happened(failure) for failure in [*failures, error]):
             console.note(
                 f"the job may or may not exist: rerun with --idempotency-key {key} to find out safely"
             )
@@ -621,15 +654,24 @@ def _submit(arguments: argparse.Namespace, session: Session) -> int:
         console.note(f"follow it: outlast status {document['jobId']} --wait")
         return EXIT_OK
     console.note(f"job {document['jobId']} ({status_url})")
-    return _wait_and_report(session, answer, arguments.timeout)
+    # The submit's own retries are bounded by their budget; --timeout is the wait for the job.
+    return _wait_and_report(session, answer, _deadline(arguments.timeout))
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
 
 
 def _status(arguments: argparse.Namespace, session: Session) -> int:
+    deadline = _deadline(arguments.timeout) if arguments.wait else None
     answer = with_retries(
-        session.console, lambda: session.client.get_job(arguments.job_id), "the status request"
+        session.console,
+        lambda: session.client.get_job(arguments.job_id),
+        "the status request",
+        deadline,
     )
     if arguments.wait:
-        return _wait_and_report(session, answer, arguments.timeout)
+        return _wait_and_report(session, answer, deadline)
     document = answer.document
     session.console.show(format_status(document), document)
     if document["status"] not in TERMINAL_STATUSES:
@@ -648,23 +690,29 @@ class Waited:
     stopped_early: str | None = None
 
 
-def _wait(session: Session, answer: Answer[StatusDocument], timeout: float | None) -> Waited:
-    """Poll until the job ends, sleeping exactly the Retry-After the API asked for between polls."""
+def _wait(session: Session, answer: Answer[StatusDocument], deadline: float | None) -> Waited:
+    """Poll until the job ends or the deadline passes, sleeping the Retry-After the API asked for."""
     job_id = answer.document["jobId"]
     progress = Progress(session.console, job_id)
     document, retry_after = answer.document, answer.retry_after
     progress.update(document)
     try:
         while document["status"] not in TERMINAL_STATUSES:
-            delay = retry_after or FALLBACK_POLL_SECONDS
-            if timeout is not None and progress.elapsed() + delay > timeout:
-                return Waited(document, f"timed out after {progress.elapsed():.0f} s")
+            delay: float = retry_after or FALLBACK_POLL_SECONDS
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return Waited(document, f"timed out after {progress.elapsed():.0f} s")
+                # One last, early poll when the time is up: the job may have ended meanwhile.
+                delay = min(delay, left)
             progress.pause(delay)
             polled = with_retries(
-                session.console, lambda: session.client.get_job(job_id), "the status request"
+                session.console, lambda: session.client.get_job(job_id), "the status request", deadline
             )
             document, retry_after = polled.document, polled.retry_after
             progress.update(document)
+    except WaitTimeoutError:
+        return Waited(document, f"timed out after {progress.elapsed():.0f} s")
     except KeyboardInterrupt:
         return Waited(document, "stopped waiting")
     finally:
@@ -672,9 +720,9 @@ def _wait(session: Session, answer: Answer[StatusDocument], timeout: float | Non
     return Waited(document)
 
 
-def _wait_and_report(session: Session, answer: Answer[StatusDocument], timeout: float | None) -> int:
+def _wait_and_report(session: Session, answer: Answer[StatusDocument], deadline: float | None) -> int:
     console = session.console
-    waited = _wait(session, answer, timeout)
+    waited = _wait(session, answer, deadline)
     document = waited.document
     job_id, status = document["jobId"], document["status"]
     if waited.stopped_early:

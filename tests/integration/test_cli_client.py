@@ -3,7 +3,8 @@
 The fake (a stdlib HTTP server in this process) implements the documented behaviours the
 commands rely on: 202 + Location + Retry-After on submit, replays on a repeated key, status
 progressions over successive polls, problem+json errors, API Gateway's plain 401, a list whose
-first page is short while nextCursor is set, and injected faults (a dropped POST, a 429).
+first page is short while nextCursor is set, and injected faults (a dropped POST, a 429, scripted
+answers per method). Tests that sleep take `fake_time`, so they check what was asked, not how fast.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from outlast.cli import main
 from outlast.client import TERMINAL_STATUSES
 from outlast.commands import jobs
+from tests.support.cli import run
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +35,11 @@ OUTPUT = "A short summary."
 CREATED = "2024-05-01T12:00:00.000Z"
 JOB_ERROR = {"code": "content_policy", "message": "The provider refused the input."}
 UUID4 = r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+
+Reply = tuple[int, dict[str, str], Any]
+# A scripted answer: a reply, "drop" (the request arrives, no answer leaves) or "answer" (as usual).
+Fault = Reply | Literal["drop", "answer"]
+UNAUTHORIZED: Reply = (401, {}, {"message": "Unauthorized"})
 
 
 def status_document(job_id: str, status: str, attempts: int = 1) -> dict[str, Any]:
@@ -99,6 +105,7 @@ class FakeApi:
 
     drop_posts: int = 0
     throttle_posts: int = 0
+    faults: dict[str, list[Fault]] = field(default_factory=dict)  # by method, used up in order
     requests: list[Seen] = field(default_factory=list)
     jobs: dict[str, FakeJob] = field(default_factory=dict)
     keys: dict[str, tuple[str, Any]] = field(default_factory=dict)
@@ -121,22 +128,28 @@ class FakeApi:
         """The answer to one request; None drops the connection without one."""
         with self.lock:
             self.requests.append(request)
-            if request.headers.get("authorization") != f"Bearer {TOKEN}":
-                return 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}, {"message": "Unauthorized"}
-            parts = request.path.strip("/").split("/")
-            if parts[:2] != ["v1", "jobs"]:
-                return 404, {}, {"message": "Not Found"}
-            if len(parts) == 2:
-                return self._submit(request) if request.method == "POST" else self._list(request)
-            job = self.jobs.get(parts[2])
-            if job is None:
-                return problem(
-                    404, "job_not_found", "Job not found", "No job with this id is visible to you."
-                )
-            if len(parts) == 3:
-                retry = {} if job.state() in TERMINAL_STATUSES else {"Retry-After": "1"}
-                return 200, retry, job.read()
-            return self._result(job) if parts[3] == "result" else self._cancel(job)
+            scripted = self.faults.get(request.method)
+            fault = scripted.pop(0) if scripted else "answer"
+            if fault != "answer":
+                return None if fault == "drop" else fault
+            return self._answer(request)
+
+    def _answer(self, request: Seen) -> tuple[int, dict[str, str], Any] | None:
+        """The documented behaviour, faults aside."""
+        if request.headers.get("authorization") != f"Bearer {TOKEN}":
+            return 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}, {"message": "Unauthorized"}
+        parts = request.path.strip("/").split("/")
+        if parts[:2] != ["v1", "jobs"]:
+            return 404, {}, {"message": "Not Found"}
+        if len(parts) == 2:
+            return self._submit(request) if request.method == "POST" else self._list(request)
+        job = self.jobs.get(parts[2])
+        if job is None:
+            return problem(404, "job_not_found", "Job not found", "No job with this id is visible to you.")
+        if len(parts) == 3:
+            retry = {} if job.state() in TERMINAL_STATUSES else {"Retry-After": "1"}
+            return 200, retry, job.read()
+        return self._result(job) if parts[3] == "result" else self._cancel(job)
 
     def _submit(self, request: Seen) -> tuple[int, dict[str, str], Any] | None:
         if self.drop_posts:
@@ -246,10 +259,30 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
     thread.join()
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+@dataclass
+class FakeTime:
+    """The commands' clock: sleeping moves it at once, and every requested sleep is kept."""
+
+    now: float = 0.0
+    slept: list[float] = field(default_factory=list)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")  # as time.sleep says
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def fake_time(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
+    # The time module is shared, so the fake API's `Seen.at` reads this clock too.
+    fake = FakeTime()
+    monkeypatch.setattr(time, "monotonic", fake.monotonic)
+    monkeypatch.setattr(time, "sleep", fake.sleep)
+    return fake
 
 
 def one_document(stdout: str) -> Any:
@@ -370,6 +403,34 @@ def test_throttling_is_honoured_a_bounded_number_of_times(api, capsys):
     assert "rate_limited" in err
 
 
+THROTTLED = problem(429, "rate_limited", "Too many submits", "Try again later.")
+BAD_GATEWAY: Reply = (502, {}, {"message": "Bad Gateway"})
+
+
+@pytest.mark.parametrize("reached", ["drop", BAD_GATEWAY], ids=["lost", "502"])
+@pytest.mark.parametrize("refused", [THROTTLED, UNAUTHORIZED], ids=["429", "401"])
+def test_a_submit_that_may_have_arrived_keeps_its_warning_when_a_retry_is_refused(
+    api, capsys, fake_time, reached, refused
+):
+    api.faults["POST"] = [reached, refused, refused, refused]
+
+    code, out, err = run(capsys, "submit", "summarize", "--text", "hello")
+
+    assert code == jobs.EXIT_ERROR
+    assert out == ""
+    key = api.seen("POST")[0].headers["idempotency-key"]
+    assert f"the job may or may not exist: rerun with --idempotency-key {key}" in err
+
+
+def test_a_submit_refused_every_time_says_no_job_was_made(api, capsys, fake_time):
+    api.faults["POST"] = [UNAUTHORIZED]
+
+    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+
+    assert code == jobs.EXIT_ERROR
+    assert "may or may not exist" not in err
+
+
 # --- waiting -----------------------------------------------------------------------------------
 
 
@@ -418,7 +479,12 @@ def test_a_canceled_job_exits_3(api, capsys):
     assert "Canceled" in err
 
 
-def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(api, capsys):
+def polls_of(api: FakeApi, job_id: str) -> list[float]:
+    """When the fake API was asked for the job's status (on the fake clock)."""
+    return [r.at for r in api.seen("GET") if r.path == f"/v1/jobs/{job_id}"]
+
+
+def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(api, capsys, fake_time):
     job_id = api.add_job("Running")
 
     code, out, err = run(capsys, "status", job_id, "--wait", "--timeout", "1.5", "--json")
@@ -426,6 +492,43 @@ def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(api, capsys):
     assert code == jobs.EXIT_STILL_RUNNING
     assert one_document(out)["status"] == "Running"
     assert f"outlast status {job_id} --wait" in err
+    # Retry-After is 1 s: the last poll comes when the time is up, not before or after.
+    assert polls_of(api, job_id) == [0, 1, 1.5]
+
+
+def test_a_wait_polls_once_more_when_the_time_runs_out_before_the_next_retry_after(api, capsys, fake_time):
+    job_id = api.add_job("Running", "Running", "Running", "Succeeded")
+
+    code, out, _ = run(capsys, "status", job_id, "--wait", "--timeout", "2.5")
+
+    assert code == jobs.EXIT_OK
+    assert out == OUTPUT + "\n"
+    assert polls_of(api, job_id) == [0, 1, 2, 2.5]
+
+
+def test_the_wait_timeout_also_bounds_the_retries_of_a_failing_poll(api, capsys, fake_time):
+    job_id = api.add_job("Running")
+    unavailable = problem(503, "service_unavailable", "Unavailable", "Try later.")
+    api.faults["GET"] = ["answer", *[(503, {**unavailable[1], "Retry-After": "120"}, unavailable[2])] * 9]
+
+    code, _, err = run(capsys, "status", job_id, "--wait", "--timeout", "10")
+
+    assert code == jobs.EXIT_STILL_RUNNING
+    assert f"outlast status {job_id} --wait" in err
+    # Polled at once, after the job's Retry-After, then once more when the 10 s were up.
+    assert polls_of(api, job_id) == [0, 1, 10]
+    assert sum(fake_time.slept) == pytest.approx(10)
+
+
+def test_the_wait_timeout_bounds_the_first_status_request_too(api, capsys, fake_time):
+    job_id = api.add_job("Running")
+    api.faults["GET"] = [(503, {"Retry-After": "120"}, {"message": "Service Unavailable"})] * 9
+
+    code, _, err = run(capsys, "status", job_id, "--wait", "--timeout", "5")
+
+    assert code == jobs.EXIT_STILL_RUNNING
+    assert polls_of(api, job_id) == [0, 5]
+    assert "timed out" in err
 
 
 def test_ctrl_c_stops_waiting_without_canceling(api, capsys, monkeypatch):
@@ -572,6 +675,23 @@ def test_list_fills_the_limit_across_short_pages_and_shows_a_table(api, capsys):
     assert "content_policy" in lines[2]
     assert len(lines) == 3
     assert "--cursor 2" in err
+
+
+# --- odd answers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("retry_after", ["99999999999999999999", "9" * 5000, "\u00b2", "-1", "1.5"])
+def test_an_odd_retry_after_never_crashes_nor_sleeps_for_ages(api, capsys, fake_time, status, retry_after):
+    job_id = api.add_job("Running")
+    api.faults["GET"] = [(status, {"Retry-After": retry_after}, {"message": "Slow down"})] * 9
+
+    code, _, err = run(capsys, "status", job_id)
+
+    assert code == jobs.EXIT_ERROR
+    assert f"HTTP {status}: Slow down" in err
+    assert fake_time.slept
+    assert max(fake_time.slept) <= jobs.MAX_RETRY_DELAY_SECONDS
 
 
 # --- connection ------------------------------------------------------------------------------

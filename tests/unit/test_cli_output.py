@@ -16,6 +16,7 @@ import pytest
 
 from outlast.cli import build_parser
 from outlast.client import (
+    MAX_RETRY_AFTER_SECONDS,
     Answer,
     ApiError,
     ApiUnreachableError,
@@ -340,6 +341,17 @@ def test_retry_after_is_whole_seconds_never_below_one():
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1.5", "-1", "", " "])
+def test_a_retry_after_that_is_not_ascii_digits_is_ignored(value):
+    assert parse_retry_after(value) is None
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "9" * 5000, "00000000003601"])
+def test_a_huge_retry_after_is_capped_not_a_crash(value):
+    assert parse_retry_after(value) == MAX_RETRY_AFTER_SECONDS
+    assert parse_retry_after("0000000000007") == 7
+
+
 def test_answers_say_when_they_replay():
     assert Answer(202, {"idempotent-replayed": "true"}, None).replayed
     assert not Answer(202, {}, None).replayed
@@ -379,6 +391,16 @@ def test_a_503_retry_after_longer_than_the_backoff_wins():
     assert "retrying the submit in 7 s (retry 1 of 3)" in retry.message("the submit")
 
 
+@pytest.mark.parametrize("status", [429, 503])
+def test_retries_wait_no_longer_than_the_cap_whatever_the_server_asks(status):
+    error = api_error(status, {"message": "Slow down"}, {"retry-after": str(MAX_RETRY_AFTER_SECONDS)})
+
+    retry = jobs.RetryBudget().next_retry(error)
+
+    assert retry is not None
+    assert retry.delay == jobs.MAX_RETRY_DELAY_SECONDS
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -414,6 +436,7 @@ def test_definite_answers_are_not_retried(error):
             "Remote end closed",
         ),
         (urllib.error.URLError(TimeoutError("timed out")), ConnectionLostError, "timed out"),
+        (http.client.InvalidURL("nonnumeric port: 'abc'"), ApiUnreachableError, "invalid URL"),
         (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), ConnectionLostError, "reset"),
     ],
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -39,6 +40,12 @@ EXIT_ATTENTION = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
+# Why a read of the DLQ stopped before it found the queue empty, other than --max-messages.
+OUT_OF_TIME = (
+    "stopped reading early: reading the DLQ took half the hold or more, and the messages read "
+    "first would soon be visible again"
+)
+
 LIST_EPILOG = """\
 exit codes:
   0    the DLQ was read (empty or not)
@@ -67,8 +74,9 @@ Each write is conditional on the job as the plan read it; a job that moved on me
 alone and reported as changed. Safe to interrupt and to rerun: at worst a job is already Pending
 while its DLQ message is still there, and the rerun sends and deletes it.
 
-exit codes:
-  0    every selected message was handled as planned (or --dry-run printed the plan)
+exit codes (--dry-run exits as the run would, as far as the plan can tell: changed and failed
+only show in a real run):
+  0    every selected message was handled as planned
   1    some selected messages were kept (needs-force, poison, skip, changed, failed), or a
        --job-id/--message-id matched no DLQ message
   2    usage error, no such target, or an AWS error before anything changed
@@ -121,7 +129,8 @@ def register(commands: Any) -> None:
     redrive.add_argument(
         "--purge-poison",
         action="store_true",
-        help="delete poison messages (no job behind them); alone, it selects every poison message",
+        help="delete poison messages (no job behind them): alone, it selects every poison message; "
+        "with other selectors, only the poison messages they select",
     )
     redrive.add_argument(
         "--force", action="store_true", help="also redrive jobs Failed for a terminal reason"
@@ -214,6 +223,7 @@ def _list(arguments: argparse.Namespace) -> int:
                     "target": target.label,
                     "depth": _depth_document(result.depth),
                     "limitReached": result.limit_reached,
+                    "timeLimitReached": result.out_of_time,
                     "messages": [_step_document(step, result.now) for step in result.steps],
                 },
                 indent=2,
@@ -231,6 +241,8 @@ def _list(arguments: argparse.Namespace) -> int:
         )
     if result.limit_reached:
         print(f"  stopped at --max-messages {arguments.max_messages}: more may remain")
+    if result.out_of_time:
+        print(f"  {OUT_OF_TIME}: more may remain")
     if result.steps:
         header = ["MESSAGE ID", "JOB ID", "TENANT", "STATUS", "ERROR", "ATTEMPTS", "REDRIVES", "AGE"]
         header += ["RECEIVES", "SOURCE", "REDRIVE --all WOULD"]
@@ -325,6 +337,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
         hold_seconds=arguments.hold_seconds,
         max_messages=arguments.max_messages,
         wait_seconds=target.receive_wait_seconds,
+        monotonic=time.monotonic,
     ) as hold:
         planned_at = now()
         joined = join(hold.letters, target.repository)
@@ -338,6 +351,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
             steps=steps,
             missing=missing,
             limit_reached=hold.limit_reached,
+            out_of_time=hold.out_of_time,
         )
         if arguments.dry_run:
             console.plan(steps)
@@ -348,6 +362,9 @@ def _redrive(arguments: argparse.Namespace) -> int:
                     "steps": [_step_document(s, planned_at) for s in steps],
                 }
             )
+            # The exit code the run would give, so a script can check the plan before running it.
+            if missing or any(step.action in p.KEEPING for step in steps):
+                return EXIT_ATTENTION
             return EXIT_OK
         redrive = Redrive(
             target.repository,
@@ -417,12 +434,15 @@ class _Console:
         steps: Sequence[p.Step],
         missing: Sequence[str],
         limit_reached: bool,
+        out_of_time: bool,
     ) -> None:
         mode = "DRY RUN: nothing will change" if arguments.dry_run else "acting"
         self.line(f"outlast dlq redrive on the {target.label} ({mode})")
         self.line(f"read {read} DLQ message(s); {len(steps)} selected, the rest left exactly as they were")
         if limit_reached:
             self.line(f"stopped reading at --max-messages {arguments.max_messages}: rerun for the rest")
+        if out_of_time:
+            self.line(f"{OUT_OF_TIME}: rerun for the rest (or raise --hold-seconds)")
         for item in missing:
             self.line(f"not on the DLQ now: {item} (in flight elsewhere, or already handled)")
         depth = queue_depth(target.sqs, target.resources.dlq_url)

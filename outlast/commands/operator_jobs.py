@@ -150,7 +150,10 @@ def _dlq(inspection: Inspection) -> str:
     depth = _depth(inspection.dlq_depth)
     if inspection.dlq_messages is None:
         return f"{depth}; not searched (--no-dlq)"
-    return f"{depth}; {len(inspection.dlq_messages)} of them for this job"
+    found = f"{depth}; {len(inspection.dlq_messages)} of them for this job"
+    if inspection.dlq_incomplete:
+        found += " among those read (reading stopped early: there may be more)"
+    return found
 
 
 def _dlq_messages(inspection: Inspection) -> list[str]:

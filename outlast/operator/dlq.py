@@ -3,14 +3,15 @@ carry out a redrive plan (outlast.operator.plan) one message at a time.
 
 moto has no StartMessageMoveTask, and a move task could not check each job anyway, so the redrive
 works message by message, the same way on the local stack and in AWS. Per message the order is:
-conditional write on the job -> a new message on the jobs queue -> delete the DLQ message. An
-interrupted run leaves at worst a job already Pending whose DLQ message is still there; a rerun
-sees the job Pending and only sends and deletes (a duplicate message is harmless: the worker's
-claim is conditional).
+conditional write on the job -> its input's retention renewed -> a new message on the jobs queue
+-> delete the DLQ message. An interrupted run leaves at worst a job already Pending whose DLQ
+message is still there; a rerun sees the job Pending and only renews, sends and deletes (a
+duplicate message is harmless: the worker's claim is conditional).
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -83,15 +84,26 @@ class Hold:
     url: str
     letters: list[DeadLetter] = field(default_factory=list)
     limit_reached: bool = False  # the run stopped reading at its limit: more may remain
+    out_of_time: bool = False  # the run stopped reading to stay within its hold: more may remain
     release_failures: int = 0
     _handles: dict[str, str] = field(default_factory=dict)
+    _positions: dict[str, int] = field(default_factory=dict)
 
-    def take(self, message: Mapping[str, Any]) -> None:
-        """Hold one received message (SQS delivers at least once: the newest receipt handle deletes)."""
+    def take(self, message: Mapping[str, Any]) -> bool:
+        """Hold one received message; True when it is new to this run.
+
+        A message can come back (its hold ran out, or SQS delivered it twice): it stays one
+        letter, with the newest receive count, and only its newest receipt handle deletes it.
+        """
         letter = DeadLetter.from_sqs(message)
-        if letter.message_id not in self._handles:
+        position = self._positions.get(letter.message_id)
+        if position is None:
+            self._positions[letter.message_id] = len(self.letters)
             self.letters.append(letter)
+        else:
+            self.letters[position] = letter
         self._handles[letter.message_id] = str(message["ReceiptHandle"])
+        return position is None
 
     def delete(self, message_id: str) -> None:
         """Delete one held message from the DLQ."""
@@ -118,17 +130,31 @@ class Hold:
 
 @contextmanager
 def held_messages(
-    sqs: Any, url: str, *, hold_seconds: int, max_messages: int, wait_seconds: int
+    sqs: Any,
+    url: str,
+    *,
+    hold_seconds: int,
+    max_messages: int,
+    wait_seconds: int,
+    monotonic: Callable[[], float],
 ) -> Iterator[Hold]:
     """Receive every DLQ message (up to `max_messages`), hidden for `hold_seconds`; on the way out,
     whatever way that is (Ctrl-C included), release each one not deleted.
+
+    Reading stops at half the hold (`monotonic` measures it), or as soon as a receive brings back
+    only messages already held: by then the first ones are visible again, so reading on would go
+    round the same messages for ever while the run's hold on them runs out.
 
     Receiving counts: each message's ApproximateReceiveCount grows by one per read. The DLQ has
     no redrive policy of its own, so that count moves nothing anywhere.
     """
     hold = Hold(sqs=sqs, url=url)
+    deadline = monotonic() + hold_seconds / 2
     try:
         while len(hold.letters) < max_messages:
+            if monotonic() >= deadline:
+                hold.out_of_time = True
+                break
             response = sqs.receive_message(
                 QueueUrl=url,
                 MaxNumberOfMessages=min(SQS_BATCH, max_messages - len(hold.letters)),
@@ -140,8 +166,11 @@ def held_messages(
             received = response.get("Messages", [])
             if not received:
                 break
-            for message in received:
-                hold.take(message)
+            # Every message taken, seen or not: a message that came back has a new receipt handle.
+            new = [hold.take(message) for message in received]
+            if not any(new):
+                hold.out_of_time = True
+                break
         else:
             hold.limit_reached = True
         yield hold
@@ -253,16 +282,18 @@ class Redrive:
             )
         except AWS_ERRORS as error:
             return Outcome(step, Result.FAILED, f"nothing changed ({_describe(error)}); rerun")
-        if step.action is Action.REDRIVE:
-            # A redriven job runs again: its input must outlive the 24 h it was given when it ended.
-            try:
-                self._payloads.set_input_expiry(job_id, written.input_location, written.expires_at)
-            except AWS_ERRORS as error:
-                return Outcome(
-                    step,
-                    Result.FAILED,
-                    f"job Pending but its input retention not renewed ({_describe(error)}); rerun",
-                )
+        # The job is going to run: its input must live as long as the job, not the 24 h it was
+        # given when the job ended. Every dispatching step renews it (it is idempotent), not just
+        # the redrive, so the rerun this failure asks for (which finds the job Pending and plans a
+        # redispatch) renews it too.
+        try:
+            self._payloads.set_input_expiry(job_id, written.input_location, written.expires_at)
+        except AWS_ERRORS as error:
+            return Outcome(
+                step,
+                Result.FAILED,
+                f"job {written.status.value} but its input retention not renewed ({_describe(error)}); rerun",
+            )
         state = (
             f"{written.status.value}, attempts {written.attempts}/{written.max_attempts}, "
             f"redriveCount {written.redrive_count}"
@@ -300,6 +331,7 @@ class Listing:
     steps: list[Step]
     depth: QueueDepth
     limit_reached: bool
+    out_of_time: bool
     now: datetime
 
 
@@ -316,9 +348,18 @@ def listing(
     """Read the whole DLQ (released again at once), join each message with its job, plan `--all`."""
     depth = queue_depth(sqs, url)
     with held_messages(
-        sqs, url, hold_seconds=hold_seconds, max_messages=max_messages, wait_seconds=wait_seconds
+        sqs,
+        url,
+        hold_seconds=hold_seconds,
+        max_messages=max_messages,
+        wait_seconds=wait_seconds,
+        monotonic=time.monotonic,
     ) as hold:
         joined = join(hold.letters, repository)
     return Listing(
-        steps=plan(joined, now, PlanOptions()), depth=depth, limit_reached=hold.limit_reached, now=now
+        steps=plan(joined, now, PlanOptions()),
+        depth=depth,
+        limit_reached=hold.limit_reached,
+        out_of_time=hold.out_of_time,
+        now=now,
     )

@@ -8,6 +8,7 @@ token: its first characters tell two leases apart, which is all an operator need
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -51,6 +52,7 @@ class Inspection:
     input: Payload
     result: Payload | None
     dlq_messages: list[DeadLetter] | None  # None: the DLQ was not read
+    dlq_incomplete: bool  # reading stopped (message limit, or to stay within its hold): more may remain
     dlq_depth: QueueDepth
     jobs_queue_depth: QueueDepth
     now: datetime
@@ -73,6 +75,7 @@ def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -
     if job is None:
         return None
     dlq_messages = None
+    dlq_incomplete = False
     if read_dlq:
         with held_messages(
             target.sqs,
@@ -80,14 +83,17 @@ def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -
             hold_seconds=30,
             max_messages=DEFAULT_MAX_MESSAGES,
             wait_seconds=target.receive_wait_seconds,
+            monotonic=time.monotonic,
         ) as hold:
             dlq_messages = [letter for letter in hold.letters if letter.job_id == job_id]
+        dlq_incomplete = hold.limit_reached or hold.out_of_time
     return Inspection(
         job=job,
         sweep=_sweep_entry(target, job_id),
         input=_input(target, job),
         result=_result(target, job),
         dlq_messages=dlq_messages,
+        dlq_incomplete=dlq_incomplete,
         dlq_depth=queue_depth(target.sqs, target.resources.dlq_url),
         jobs_queue_depth=queue_depth(target.sqs, target.resources.jobs_queue_url),
         now=now,
@@ -198,6 +204,7 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
                 if inspection.dlq_messages is not None
                 else None
             ),
+            "dlqIncomplete": inspection.dlq_incomplete,
             "dlqDepth": _depth_document(inspection.dlq_depth),
             "jobsQueueDepth": _depth_document(inspection.jobs_queue_depth),
         },

@@ -11,8 +11,8 @@ a real run then performs the plan step by step, each write conditional on the jo
 | Failed, retries_exhausted (any + force)  | redrive                | Failed -> Pending (redriveCount+1, |
 |                                          |                        | attempts 0), sends, deletes        |
 | Failed, another reason, no --force       | needs-force            | keeps the message                  |
-| Running, lease expired (a dead worker)   | recover                | -> Pending under the lease, sends, |
-|                                          |                        | deletes                            |
+| Running, lease expired (a dead worker)   | recover                | -> Pending under the lease if it   |
+|                                          |                        | is still expired, sends, deletes   |
 | Pending, due, attempts left (stuck)      | redispatch             | dispatchAt = now, sends, deletes   |
 | Running under a live lease, cancel       | skip                   | keeps the message, says why        |
 | requested, Pending backing off or out of |                        |                                    |
@@ -21,6 +21,9 @@ a real run then performs the plan step by step, each write conditional on the jo
 |   ... with --purge-poison                | purge-poison           | deletes, never re-sends            |
 | another message of the run carries the   | drop-duplicate         | deletes once that one went through |
 |   same job's redrive                     |                        | (else keeps)                       |
+
+Every dispatching action (redrive, recover, redispatch) also renews the input's retention to the
+job's expiry once its write went through: the job is going to run, whatever ended it before.
 """
 
 from __future__ import annotations
@@ -138,23 +141,32 @@ class Selection:
     message_ids: frozenset[str] = frozenset()
     error_codes: frozenset[str] = frozenset()
     everything: bool = False
-    poison: bool = False  # --purge-poison: the poison messages are selected too
+    # --purge-poison. Alone, it selects every poison message; beside another selector it selects
+    # nothing more (PlanOptions.purge_poison then only lets the run purge the poison they picked),
+    # so `--job-id X --purge-poison` can never delete a message nobody named.
+    poison: bool = False
 
     @property
     def empty(self) -> bool:
         """True when nothing at all is selected."""
-        return not (self.job_ids or self.message_ids or self.error_codes or self.everything or self.poison)
+        return not (self.explicit or self.poison)
+
+    @property
+    def explicit(self) -> bool:
+        """True when a selector other than --purge-poison was given."""
+        return bool(self.job_ids or self.message_ids or self.error_codes or self.everything)
 
     def selects(self, joined: Joined, now: datetime) -> bool:
         """True when the message is one this run acts on."""
         letter, job = joined.letter, joined.job
-        return (
-            self.everything
-            or letter.message_id in self.message_ids
-            or (letter.job_id is not None and letter.job_id in self.job_ids)
-            or (job is not None and job.error is not None and job.error.code in self.error_codes)
-            or (self.poison and joined.unreadable is None and is_poison(job, now))
-        )
+        if self.explicit:
+            return (
+                self.everything
+                or letter.message_id in self.message_ids
+                or (letter.job_id is not None and letter.job_id in self.job_ids)
+                or (job is not None and job.error is not None and job.error.code in self.error_codes)
+            )
+        return self.poison and joined.unreadable is None and is_poison(job, now)
 
 
 @dataclass(frozen=True)
@@ -347,7 +359,15 @@ def write_for(step: Step, now: datetime, grace: timedelta) -> Transition | Dispa
     )
     if step.action is Action.REDRIVE:
         return replace(base, operator_redrive=True, renew_attempts=True)
-    return replace(base, lease_token=job.lease_token, renew_attempts=job.attempts >= job.max_attempts)
+    # The lease token alone is not enough: a slow worker's late heartbeat keeps its token and
+    # renews the lease, and taking the job from it then would cost a second model call. So the
+    # lease must still be expired at the moment of the write, as for the sweeper's own recovery.
+    return replace(
+        base,
+        lease_token=job.lease_token,
+        require_lease_expired=True,
+        renew_attempts=job.attempts >= job.max_attempts,
+    )
 
 
 def _at(instant: datetime) -> str:

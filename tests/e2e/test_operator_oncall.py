@@ -31,6 +31,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ import pytest
 
 from outlast.commands import dlq, operator_jobs
 from outlast.local.model_server import messages_hash
-from outlast.operator.dlq import held_messages, queue_depth
+from outlast.operator.dlq import Hold, held_messages, queue_depth
 from outlast.operator.plan import DeadLetter
 from outlast.operator.targets import Target, local_target
 from shared.adapters.dynamo_items import job_key, job_to_item
@@ -150,10 +151,20 @@ def wait_job(target: Target, job_id: str, status: JobStatus, timeout_seconds: fl
     return found
 
 
+def hold_dlq(target: Target) -> AbstractContextManager[Hold]:
+    """Every DLQ message, held briefly (released on the way out unless deleted)."""
+    return held_messages(
+        target.sqs,
+        target.resources.dlq_url,
+        hold_seconds=10,
+        max_messages=1000,
+        wait_seconds=0,
+        monotonic=time.monotonic,
+    )
+
+
 def read_dlq(target: Target) -> list[DeadLetter]:
-    with held_messages(
-        target.sqs, target.resources.dlq_url, hold_seconds=10, max_messages=1000, wait_seconds=0
-    ) as hold:
+    with hold_dlq(target) as hold:
         return list(hold.letters)
 
 
@@ -236,9 +247,7 @@ def scene(stack: RunningStack) -> Iterator[Scene]:
     yield Scene(stack, target, crash_id, failed_id, done_id, interrupt_id, garbage_body, ghost_id, texts)
     # Whatever a failed test left of this module's messages goes, so later modules start clean.
     mine = {crash_id, failed_id, done_id, interrupt_id, ghost_id}
-    with held_messages(
-        target.sqs, target.resources.dlq_url, hold_seconds=10, max_messages=1000, wait_seconds=0
-    ) as hold:
+    with hold_dlq(target) as hold:
         for letter in hold.letters:
             if letter.job_id in mine or letter.body == garbage_body:
                 hold.delete(letter.message_id)
@@ -292,8 +301,9 @@ def test_dry_run_changes_nothing(scene: Scene) -> None:
     # When on-call dry-runs the widest redrive there is
     run = scene.cli("dlq", "redrive", "--all", "--force", "--purge-poison", "--dry-run", "--json")
 
-    # Then the plan covers every message, and queue depths and job records are identical
-    assert run.code == 0
+    # Then the plan covers every message, and queue depths and job records are identical; it
+    # exits as the run would: 1, since the plan keeps the crash-looped job's message (skip)
+    assert run.code == 1
     actions = {step["jobId"]: step["action"] for step in run.document["steps"]}
     assert actions[scene.failed_id] == "redrive"
     assert actions[scene.done_id] == "drop-succeeded"

@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from outlast.commands import dlq, operator_jobs
 from outlast.operator import dlq as operator_dlq
 from shared import resources as r
-from shared.adapters.dynamo_items import job_key
+from shared.adapters.dynamo_items import INPUT_SORT_VALUE, job_key, job_pk
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue, encode_message
 from shared.job import JobError, JobInput, JobRecord
 from shared.lifecycle import JobStatus
-from shared.ports import JobMessage, Transition
+from shared.ports import JobMessage, Lease, Transition
 from tests.support import jobs
 from tests.support.aws import REGION
 from tests.support.pipeline import Queues, create_queues
@@ -139,6 +140,15 @@ class World:
         assert found is not None
         return found
 
+    def input_ttl(self, job_id: str) -> int:
+        """When TTL deletes the job's input item (epoch seconds)."""
+        found = self.dynamodb.get_item(
+            TableName=self.resources.jobs_table,
+            Key={r.PARTITION_KEY: {"S": job_pk(job_id)}, r.SORT_KEY: {"S": INPUT_SORT_VALUE}},
+            ConsistentRead=True,
+        )["Item"]
+        return int(found[r.TTL_ATTRIBUTE]["N"])
+
 
 def build_cli(capsys: pytest.CaptureFixture[str], target: list[str]) -> Callable[..., Run]:
     """The operator command groups on a parser of their own (cli.py is not needed to test them)."""
@@ -241,6 +251,7 @@ def test_list_joins_every_message_with_its_job(world: World) -> None:
     # ... the messages are visible again at once, and neither input nor output text is shown
     assert world.depth(world.queues.dlq_url) == (4, 0)
     assert "secret" not in run.out
+    assert (run.document["limitReached"], run.document["timeLimitReached"]) == (False, False)
 
 
 def test_list_prints_a_table_for_people(world: World) -> None:
@@ -277,8 +288,9 @@ def test_dry_run_prints_the_plan_and_changes_nothing(world: World) -> None:
     # When on-call asks for the dry run of everything, poison purge included
     run = world.cli("dlq", "redrive", "--all", "--purge-poison", "--dry-run", "--json")
 
-    # Then it prints the plan, and queue depths and job records are exactly as before
-    assert run.code == 0
+    # Then it prints the plan, and queue depths and job records are exactly as before; the exit
+    # code is the run's: the plan keeps the content-policy job's message
+    assert run.code == 1
     actions = {s["jobId"]: s["action"] for s in run.document["steps"]}
     assert actions == {
         failed.job_id: "redrive",
@@ -444,6 +456,93 @@ def test_a_job_that_moves_on_after_the_plan_is_left_alone(
     assert set(world.peek(world.queues.dlq_url)) == {message}
 
 
+def test_a_recover_leaves_a_job_whose_worker_renewed_its_lease_after_the_plan(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a Running job whose lease had run out when the plan read it, and its worker (slow, not
+    # dead) heartbeating between the plan and the write: same lease token, lease live again
+    slow = world.running(lease_expired=True)
+    assert slow.lease_token is not None
+    message = world.to_dlq(slow)
+    join = operator_dlq.join
+
+    def join_then_heartbeat(*args: Any) -> Any:
+        joined = join(*args)
+        world.repository.heartbeat(
+            slow.job_id, Lease(token=slow.lease_token or "", expires_at=jobs.now_millis() + jobs.LEASE)
+        )
+        return joined
+
+    monkeypatch.setattr(dlq, "join", join_then_heartbeat)
+
+    # When the redrive runs
+    run = world.cli("dlq", "redrive", "--job-id", slow.job_id)
+
+    # Then the worker keeps its job (no second model call), nothing is sent, the message is kept
+    assert run.code == 1, run.out
+    assert "[changed]" in run.out
+    job = world.job(slow.job_id)
+    assert (job.status, job.lease_token) == (JobStatus.RUNNING, slow.lease_token)
+    assert world.depth(world.queues.jobs_url) == (0, 0)
+    assert set(world.peek(world.queues.dlq_url)) == {message}
+
+
+def test_a_rerun_renews_the_input_retention_a_failed_renewal_left_short(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a Failed job whose input was given the 24 h that follow a job's end, and the renewal
+    # of that retention failing during the redrive (after the job was already written Pending)
+    failed = world.failed()
+    short = jobs.now_millis() + timedelta(hours=24)
+    world.payloads.set_input_expiry(failed.job_id, "item", short)
+    world.to_dlq(failed)
+    renew = DynamoS3PayloadStore.set_input_expiry
+
+    def throttled(*_: Any, **__: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
+            "UpdateItem",
+        )
+
+    monkeypatch.setattr(DynamoS3PayloadStore, "set_input_expiry", throttled)
+    first = world.cli("dlq", "redrive", "--job-id", failed.job_id)
+    assert first.code == 1
+    assert "input retention not renewed" in first.out
+    assert world.job(failed.job_id).status is JobStatus.PENDING
+    assert world.input_ttl(failed.job_id) == int(short.timestamp())
+
+    # When on-call reruns, as the run asked
+    monkeypatch.setattr(DynamoS3PayloadStore, "set_input_expiry", renew)
+    rerun = world.cli("dlq", "redrive", "--job-id", failed.job_id)
+
+    # Then the rerun (a redispatch of the Pending job) renews the input to the job's expiry
+    assert rerun.code == 0, rerun.out
+    assert "redispatch" in rerun.out
+    assert world.input_ttl(failed.job_id) == int(failed.expires_at.timestamp())
+    assert world.job(failed.job_id).redrive_count == 1
+
+
+def test_purge_poison_beside_another_selector_purges_only_the_poison_it_selected(world: World) -> None:
+    # Given a Failed job's message and two poison messages
+    failed = world.failed()
+    world.to_dlq(failed)
+    garbage = world.to_dlq(body="not a job {", reason="unparseable")
+    ghost = world.to_dlq(jobs.new_job(), reason="unknown_job")
+
+    # When on-call redrives one job with --purge-poison given too
+    by_job = world.cli("dlq", "redrive", "--job-id", failed.job_id, "--purge-poison")
+
+    # Then that job is redriven and no poison message is touched: none was selected
+    assert by_job.code == 0, by_job.out
+    assert world.job(failed.job_id).status is JobStatus.PENDING
+    assert set(world.peek(world.queues.dlq_url)) == {garbage, ghost}
+
+    # When one poison message is named beside --purge-poison, only that one is purged
+    by_message = world.cli("dlq", "redrive", "--message-id", garbage, "--purge-poison")
+    assert by_message.code == 0, by_message.out
+    assert set(world.peek(world.queues.dlq_url)) == {ghost}
+
+
 def test_an_unreadable_job_record_is_listed_and_left_alone(world: World) -> None:
     broken = world.failed()
     world.dynamodb.update_item(
@@ -544,6 +643,23 @@ def test_a_job_id_with_no_message_asks_for_attention(world: World) -> None:
     run = world.cli("dlq", "redrive", "--job-id", world.failed().job_id)
     assert run.code == 1
     assert "not on the DLQ now" in run.out
+
+
+def test_a_dry_run_exits_as_the_run_would(world: World) -> None:
+    # Given a redrivable job on the DLQ, a job that needs --force, and a job with no message
+    failed, policy, absent = world.failed(), world.failed(POLICY), world.failed()
+    world.to_dlq(failed)
+    world.to_dlq(policy)
+
+    # Then the dry run exits 0 only where the run would: everything selected handled as planned
+    assert world.cli("dlq", "redrive", "--job-id", failed.job_id, "--dry-run").code == 0
+    missing = world.cli("dlq", "redrive", "--job-id", failed.job_id, "--job-id", absent.job_id, "--dry-run")
+    assert missing.code == 1
+    assert f"not on the DLQ now: job {absent.job_id}" in missing.out
+    assert world.cli("dlq", "redrive", "--job-id", policy.job_id, "--dry-run").code == 1
+    # ... and the runs agree with their dry runs
+    assert world.cli("dlq", "redrive", "--job-id", policy.job_id).code == 1
+    assert world.cli("dlq", "redrive", "--job-id", failed.job_id, "--job-id", absent.job_id).code == 1
 
 
 def test_usage_errors_exit_2(world: World) -> None:

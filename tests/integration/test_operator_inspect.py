@@ -51,6 +51,7 @@ def test_inspect_shows_the_internal_record_but_only_a_lease_prefix_and_no_text(w
     assert document["sweep"]["at"] is not None
     assert {m["messageId"] for m in document["messages"]["dlq"]} == messages
     assert document["messages"]["dlqDepth"] == {"visible": 3, "inFlight": 0, "delayed": 0}
+    assert document["messages"]["dlqIncomplete"] is False
     assert document["input"] == {
         "location": "item",
         "address": f"table {world.resources.jobs_table}, pk=JOB#{job.job_id} sk=INPUT",

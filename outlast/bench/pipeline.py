@@ -30,9 +30,6 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +42,7 @@ from typing import Any
 
 from outlast.bench.stats import latency_summary
 from outlast.commands.local import issue_token, local_client
+from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack, read_state
 from outlast.local.stop_signals import StopSignals
 from outlast.local.synth import PROJECT_ROOT
@@ -79,19 +77,7 @@ class LocalStackProcess:
 
     def stop(self) -> None:
         """Ctrl-C, as a user would; kill if it hangs."""
-        self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+        interrupt(self.process, timeout_seconds=60)
 
 
 def _to_stderr(line: str) -> None:
@@ -121,29 +107,18 @@ def serve(port: int) -> None:
 
 def start_stack(say: Callable[[str], None]) -> LocalStackProcess:
     """Start the local stack (default cloud assembly) on a free port and wait for `ready:`."""
-    port = _free_port()
+    port = free_port()
     arguments = [sys.executable, "-c", f"from outlast.bench.pipeline import serve; serve({port})"]
     STATE_DIR.mkdir(exist_ok=True)
     log = (STATE_DIR / "bench-stack.log").open("w")
-    process = subprocess.Popen(  # noqa: S603 - our own CLI
+    say(f"pipeline: starting the local stack on port {port} (log: .local/bench-stack.log)")
+    process = start_until_ready(
         arguments,
         cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
         stderr=log,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        timeout_seconds=START_TIMEOUT_SECONDS,
+        log_hint="; see .local/bench-stack.log",
     )
-    if process.stdout is None:
-        raise RuntimeError("no pipe to the local stack")
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    say(f"pipeline: starting the local stack on port {port} (log: .local/bench-stack.log)")
-    while True:
-        line = process.stdout.readline()
-        if line.startswith("ready: "):
-            break
-        if (not line and process.poll() is not None) or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("outlast local up did not start; see .local/bench-stack.log")
     return LocalStackProcess(process=process, port=port, state=read_state(port))
 
 

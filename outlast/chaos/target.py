@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from outlast.chaos.spec import ChaosSpec, ChaosState
+from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import log_dir, read_state
 from outlast.local.synth import PROJECT_ROOT
 
@@ -66,14 +63,6 @@ def attach(port: int) -> Target:
     return Target(state=state, chaos=ChaosState(ChaosSpec.from_dict(raw)) if raw else None)
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class StackProcess:
     """`outlast local up --chaos ...` in a child process: its own interpreter, its own GIL."""
 
@@ -94,39 +83,18 @@ class StackProcess:
             arguments += ["--context", f"{key}={value}"]
         arguments += ["--chaos", self.spec.to_json()]
         self._log = self.log_path.open("w", encoding="utf-8")
-        self._process = subprocess.Popen(  # noqa: S603 - our own CLI
+        self._process = start_until_ready(
             arguments,
             cwd=PROJECT_ROOT,
-            stdout=subprocess.PIPE,
             stderr=self._log,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            timeout_seconds=START_TIMEOUT_SECONDS,
+            log_hint=f"; see {self.log_path}",
         )
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        stdout = self._process.stdout
-        assert stdout is not None  # noqa: S101 - Popen with stdout=PIPE always has one
-        while True:
-            line = stdout.readline()
-            if line.startswith("ready: "):
-                break
-            if not line and self._process.poll() is not None:
-                raise RuntimeError(
-                    f"outlast local up exited with {self._process.returncode}; see {self.log_path}"
-                )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"outlast local up was not ready in time; see {self.log_path}")
         return attach(self.port)
 
     def stop(self) -> None:
         """Ctrl-C, as a user would; the stack stops everything it started."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        if self._process is not None:
+            interrupt(self._process, timeout_seconds=30)
         if self._log is not None:
             self._log.close()

@@ -39,6 +39,7 @@ from outlast.local.lambda_runtime import (
     spawn,
 )
 from outlast.local.model_server import ModelServer
+from outlast.local.process import free_port
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
 from outlast.local.template import REGION, Resolver, Resource, Template
@@ -196,7 +197,7 @@ class LocalStack:
     def _start_moto(self) -> None:
         logs = log_dir(self.options.port)
         logs.mkdir(parents=True, exist_ok=True)
-        port = _free_port()
+        port = free_port()
         # Its output goes to a file: a pipe nobody reads would fill up and stall every AWS call.
         with (logs / "moto.log").open("w") as log:
             self.moto = spawn(
@@ -538,13 +539,6 @@ class LocalStack:
                 self.moto.wait(timeout=5)
         with contextlib.suppress(FileNotFoundError):
             state_path(self.options.port).unlink()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _accepts(port: int) -> bool:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +25,7 @@ from moto.utilities.utils import load_resource
 
 from outlast.commands.local import issue_token, local_client
 from outlast.local.model_server import messages_hash
+from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import read_state
 from outlast.local.synth import STACK_TEMPLATE
 from shared.contract import Operation
@@ -35,14 +34,6 @@ from tests.support.answers import STATUS_DOCUMENT_FIELDS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_SECONDS = 300  # a first synth plus cold processes on a busy two-core machine
-
-
-def free_port() -> int:
-    """A port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -204,36 +195,15 @@ def start_stack(
     for key, value in (context or {}).items():
         arguments += ["--context", f"{key}={value}"]
     arguments += extra_args or []
-    process = subprocess.Popen(  # noqa: S603 - our own CLI
-        arguments,
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=None,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    process = start_until_ready(
+        arguments, cwd=PROJECT_ROOT, stderr=None, timeout_seconds=START_TIMEOUT_SECONDS
     )
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    assert process.stdout is not None
-    while True:
-        line = process.stdout.readline()
-        if line.startswith("ready: "):
-            break
-        if not line and process.poll() is not None:
-            raise RuntimeError(f"outlast local up exited with {process.returncode}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError("outlast local up did not become ready in time")
     return RunningStack(process=process, port=port, state=read_state(port), cdk_out=cdk_out)
 
 
 def stop_stack(stack: RunningStack, timeout_seconds: float = 30) -> None:
     """Ctrl-C, as a user would; the stack must stop everything it started (killed after the timeout)."""
-    stack.process.send_signal(signal.SIGINT)
-    try:
-        stack.process.wait(timeout=timeout_seconds)
-    except subprocess.TimeoutExpired:
-        stack.process.kill()
-        stack.process.wait(timeout=10)
+    interrupt(stack.process, timeout_seconds)
 
 
 # --- helpers for end-to-end assertions ---------------------------------------------------------

@@ -75,8 +75,16 @@ def create(repository: JobRepository, job: JobRecord) -> JobRecord:
     return job
 
 
-def claim(repository: JobRepository, job_id: str, now: datetime | None = None) -> JobRecord:
-    """The worker's claim: Pending -> Running under a fresh lease, counting an attempt."""
+def claim(
+    repository: JobRepository,
+    job_id: str,
+    now: datetime | None = None,
+    *,
+    token: str | None = None,
+    lease: timedelta = LEASE,
+) -> JobRecord:
+    """The worker's claim: Pending -> Running under a fresh lease (a random token unless given),
+    counting an attempt."""
     at = now or now_millis()
     return repository.transition(
         Transition(
@@ -84,10 +92,10 @@ def claim(repository: JobRepository, job_id: str, now: datetime | None = None) -
             source=JobStatus.PENDING,
             target=JobStatus.RUNNING,
             now=at,
-            new_lease=Lease(token=secrets.token_hex(16), expires_at=at + LEASE),
+            new_lease=Lease(token=token or secrets.token_hex(16), expires_at=at + lease),
             count_attempt=True,
             require_due=True,
-            sweep_at=at + LEASE,
+            sweep_at=at + lease,
         )
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -17,18 +17,14 @@ from functions.worker.dependencies import build_dependencies as build_worker_dep
 from functions.worker.settings import WorkerSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
-from shared.clock import truncate_to_millis
-from shared.job import JobError, JobRecord, JobResult, Usage
+from shared.job import JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.ports import JobRepository, Lease, Transition, TransitionConflictError
+from tests.support import jobs
 from tests.support.aws import REGION
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.integration
-
-
-def now_millis() -> datetime:
-    return truncate_to_millis(datetime.now(UTC))
 
 
 def _repository(pipeline: Pipeline) -> DynamoJobRepository:
@@ -46,39 +42,18 @@ def _payloads(pipeline: Pipeline) -> DynamoS3PayloadStore:
     )
 
 
-def _claim(repository: DynamoJobRepository, job_id: str, token: str, lease_seconds: float) -> JobRecord:
-    """The worker's claim, by hand: Pending -> Running under a fresh lease, counting an attempt."""
-    now = now_millis()
-    expires = now + timedelta(seconds=lease_seconds)
+def _release(repository: DynamoJobRepository, job_id: str, token: str) -> JobRecord:
+    """Running -> Pending under the lease, due at once, as the sweeper writes an expired lease back."""
+    now = jobs.now_millis()
     return repository.transition(
         Transition(
             job_id=job_id,
-            source=JobStatus.PENDING,
-            target=JobStatus.RUNNING,
-            now=now,
-            new_lease=Lease(token=token, expires_at=expires),
-            count_attempt=True,
-            require_due=True,
-            sweep_at=expires,
-        )
-    )
-
-
-def _succeed(pipeline: Pipeline, running: JobRecord, output: str) -> JobRecord:
-    """The holder's success, by hand as the worker writes it: the result first, then the status."""
-    assert running.lease_token is not None
-    _payloads(pipeline).put_result(
-        JobResult(job_id=running.job_id, output=output), "item", running.expires_at
-    )
-    return _repository(pipeline).transition(
-        Transition(
-            job_id=running.job_id,
             source=JobStatus.RUNNING,
-            target=JobStatus.SUCCEEDED,
-            now=now_millis(),
-            lease_token=running.lease_token,
-            usage=Usage(input_tokens=3, output_tokens=2),
-            result_location="item",
+            target=JobStatus.PENDING,
+            now=now,
+            lease_token=token,
+            dispatch_at=now,
+            sweep_at=now + timedelta(seconds=60),
         )
     )
 
@@ -89,7 +64,7 @@ def _terminal(job_id: str, token: str, target: JobStatus) -> Transition:
         job_id=job_id,
         source=JobStatus.RUNNING,
         target=target,
-        now=now_millis(),
+        now=jobs.now_millis(),
         lease_token=token,
         error=error,
         result_location="item" if target is JobStatus.SUCCEEDED else None,
@@ -102,7 +77,7 @@ def test_a_holder_whose_lease_expired_cannot_overwrite_the_next_holder(pipeline:
         "body"
     ]["jobId"]
     # Given a first holder that claimed the job with a 1 s lease and then stalled
-    first = _claim(repository, job_id, "first-holder", lease_seconds=1)
+    first = jobs.claim(repository, job_id, token="first-holder", lease=timedelta(seconds=1))
     assert (first.status, first.attempts) == (JobStatus.RUNNING, 1)
 
     # When the sweeper runs until it expires that lease
@@ -114,10 +89,10 @@ def test_a_holder_whose_lease_expired_cannot_overwrite_the_next_holder(pipeline:
     assert (recovered.status, recovered.attempts, recovered.lease_token) == (JobStatus.PENDING, 1, None)
     assert pipeline.queue_depth(pipeline.queues.jobs_url) == 1
     with pytest.raises(TransitionConflictError):
-        repository.heartbeat(job_id, Lease(token="first-holder", expires_at=now_millis()))
+        repository.heartbeat(job_id, Lease(token="first-holder", expires_at=jobs.now_millis()))
 
     # When a second holder claims it, and the first one wakes up and writes its outcome
-    second = _claim(repository, job_id, "second-holder", lease_seconds=60)
+    second = jobs.claim(repository, job_id, token="second-holder", lease=timedelta(seconds=60))
     with pytest.raises(TransitionConflictError) as lost:
         repository.transition(_terminal(job_id, "first-holder", JobStatus.SUCCEEDED))
 
@@ -127,7 +102,13 @@ def test_a_holder_whose_lease_expired_cannot_overwrite_the_next_holder(pipeline:
     assert repository.get_job(job_id) == second
 
     # When the second holder finishes, and the first one tries again
-    done = _succeed(pipeline, second, "the second holder's output")
+    done = jobs.succeed(
+        repository,
+        _payloads(pipeline),
+        second,
+        output="the second holder's output",
+        usage=Usage(input_tokens=3, output_tokens=2),
+    )
     with pytest.raises(TransitionConflictError):
         repository.transition(_terminal(job_id, "first-holder", JobStatus.FAILED))
 
@@ -154,19 +135,8 @@ def test_a_worker_that_lost_its_lease_mid_call_writes_nothing_more(patient_pipel
     assert held.lease_token is not None
 
     # When its lease is taken over (expired by the sweeper's write, then claimed by another worker)
-    now = now_millis()
-    repository.transition(
-        Transition(
-            job_id=job_id,
-            source=JobStatus.RUNNING,
-            target=JobStatus.PENDING,
-            now=now,
-            lease_token=held.lease_token,
-            dispatch_at=now,
-            sweep_at=now + timedelta(seconds=60),
-        )
-    )
-    usurped = _claim(repository, job_id, "usurper", lease_seconds=60)
+    _release(repository, job_id, held.lease_token)
+    usurped = jobs.claim(repository, job_id, token="usurper", lease=timedelta(seconds=60))
     invocation.join()
 
     # Then the worker's next heartbeat found the job gone: it wrote nothing and deleted its message
@@ -214,7 +184,7 @@ class _HeartbeatLandsAfterTheSweepersRead:
 
     def get_job(self, job_id: str) -> JobRecord | None:
         seen = self._inner.get_job(job_id)
-        self._holder.heartbeat(job_id, Lease(self._lease_token, now_millis() + timedelta(seconds=60)))
+        self._holder.heartbeat(job_id, Lease(self._lease_token, jobs.now_millis() + timedelta(seconds=60)))
         return seen
 
 
@@ -228,21 +198,10 @@ def test_a_heartbeat_after_the_sweepers_read_keeps_the_job_with_its_holder(
     )["body"]["jobId"]
     # Given a job whose earlier claims were released (so the next claim may be its last) ...
     for attempt in range(attempts_before):
-        _claim(repository, job_id, f"earlier-{attempt}", lease_seconds=60)
-        now = now_millis()
-        repository.transition(
-            Transition(
-                job_id=job_id,
-                source=JobStatus.RUNNING,
-                target=JobStatus.PENDING,
-                now=now,
-                lease_token=f"earlier-{attempt}",
-                dispatch_at=now,
-                sweep_at=now + timedelta(seconds=60),
-            )
-        )
+        jobs.claim(repository, job_id, token=f"earlier-{attempt}", lease=timedelta(seconds=60))
+        _release(repository, job_id, f"earlier-{attempt}")
     # ... claimed by a live holder whose lease has already lapsed when the sweeper reads it
-    held = _claim(repository, job_id, "live-holder", lease_seconds=-1)
+    held = jobs.claim(repository, job_id, token="live-holder", lease=timedelta(seconds=-1))
     assert held.attempts == attempts_before + 1
 
     # When the sweeper runs and the holder's heartbeat lands between its read and its write
@@ -261,10 +220,10 @@ def test_a_heartbeat_after_the_sweepers_read_keeps_the_job_with_its_holder(
         None,
     )
     assert after.lease_expires_at is not None
-    assert after.lease_expires_at > now_millis()
+    assert after.lease_expires_at > jobs.now_millis()
     # ... nothing was re-sent, and the holder still has its lease
     assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
-    repository.heartbeat(job_id, Lease("live-holder", now_millis() + timedelta(seconds=60)))
+    repository.heartbeat(job_id, Lease("live-holder", jobs.now_millis() + timedelta(seconds=60)))
 
 
 def test_model_calls_left_running_do_not_starve_the_heartbeats(patient_pipeline: Pipeline) -> None:

@@ -101,6 +101,7 @@ class StageConfig(BaseModel):
     idempotency_ttl_hours: int = Field(default=24, alias="idempotencyTtlHours", ge=1, le=24 * 7)
     input_retention_hours: int = Field(default=24, alias="inputRetentionHours", ge=1, le=24 * 30)
     max_attempts: int = Field(default=3, alias="maxAttempts", ge=1, le=10)
+    max_crashes: int = Field(default=2, alias="maxCrashes", ge=1, le=10)
     submits_per_minute: int = Field(default=60, alias="submitsPerMinute", ge=1, le=100_000)
     poll_after_seconds: int = Field(default=2, alias="pollAfterSeconds", ge=1, le=60)
     default_model: str = Field(default="gpt-4o-mini", alias="defaultModel", min_length=1)
@@ -110,6 +111,8 @@ class StageConfig(BaseModel):
     # The worker.
     worker_timeout_seconds: int = Field(default=300, alias="workerTimeoutSeconds", ge=30)
     worker_max_concurrency: int = Field(default=10, alias="workerMaxConcurrency", ge=2, le=1000)
+    # Invocations of one job each (crash isolation); Lambda's event source minimum is 2.
+    isolation_max_concurrency: int = Field(default=2, alias="isolationMaxConcurrency", ge=2, le=1000)
     worker_memory_mb: int = Field(default=512, alias="workerMemoryMb", ge=128, le=10_240)
     lease_seconds: int = Field(default=60, alias="leaseSeconds", ge=5, le=900)
     heartbeat_seconds: float = Field(default=20, alias="heartbeatSeconds", gt=0, le=300)

@@ -73,6 +73,7 @@ def submit_environment(
             "poll_after_seconds": config.poll_after_seconds,
             "job_retention_days": config.job_retention_days,
             "idempotency_ttl_hours": config.idempotency_ttl_hours,
+            "input_retention_hours": config.input_retention_hours,
             # New jobs get their sweep time from it: it must agree with the sweeper's.
             "dispatch_grace_seconds": config.dispatch_grace_seconds,
         },
@@ -108,6 +109,9 @@ def worker_environment(
     bucket: str,
     jobs_queue_url: str,
     dlq_url: str,
+    isolation_queue_url: str,
+    isolation_queue_arn: str,
+    isolation_dlq_url: str,
     openai_secret_arn: str,
 ) -> dict[str, str]:
     """The worker: storage, queues, the provider, and the timing of leases, retries and releases."""
@@ -118,6 +122,9 @@ def worker_environment(
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "dlq_url": dlq_url,
+            "isolation_queue_url": isolation_queue_url,
+            "isolation_queue_arn": isolation_queue_arn,
+            "isolation_dlq_url": isolation_dlq_url,
             "openai_secret": openai_secret_arn,
             "max_attempts": config.max_attempts,
             "lease_seconds": config.lease_seconds,
@@ -138,7 +145,7 @@ def worker_environment(
 
 
 def sweeper_environment(
-    config: StageConfig, *, jobs_table: str, bucket: str, jobs_queue_url: str
+    config: StageConfig, *, jobs_table: str, bucket: str, jobs_queue_url: str, isolation_queue_url: str
 ) -> dict[str, str]:
     """The sweeper: what counts as stuck, and where recovered jobs are re-sent."""
     return settings_environment(
@@ -147,8 +154,10 @@ def sweeper_environment(
             "jobs_table": jobs_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
+            "isolation_queue_url": isolation_queue_url,
             "dispatch_grace_seconds": config.dispatch_grace_seconds,
             "lease_seconds": config.lease_seconds,
             "input_retention_hours": config.input_retention_hours,
+            "max_crashes": config.max_crashes,
         },
     )

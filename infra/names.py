@@ -32,6 +32,8 @@ IDEMPOTENCY_TABLE = "IdempotencyTable"
 PAYLOAD_BUCKET = "PayloadBucket"
 JOBS_QUEUE = "JobsQueue"
 JOBS_DLQ = "JobsDlq"
+ISOLATION_QUEUE = "IsolationQueue"
+ISOLATION_DLQ = "IsolationDlq"
 RELAY_FAILURE_QUEUE = "RelayFailures"
 OPENAI_SECRET = "OpenAiKey"  # noqa: S105 - a construct id, not a secret
 CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
@@ -113,6 +115,8 @@ class Output(StrEnum):
     USER_POOL_CLIENT_ID = "UserPoolClientId"
     JOBS_QUEUE_URL = "JobsQueueUrl"
     DLQ_URL = "DlqUrl"
+    ISOLATION_QUEUE_URL = "IsolationQueueUrl"
+    ISOLATION_DLQ_URL = "IsolationDlqUrl"
     JOBS_TABLE_NAME = "JobsTableName"
     IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
     PAYLOAD_BUCKET_NAME = "PayloadBucketName"
@@ -123,6 +127,7 @@ class Runbook(StrEnum):
     """Anchors in docs/runbook.md that alarm descriptions link to."""
 
     DLQ_NOT_EMPTY = "dlq-not-empty"
+    ISOLATION_DLQ_NOT_EMPTY = "isolation-dlq-not-empty"
     OLDEST_MESSAGE_AGE = "oldest-message-age"
     STREAM_ITERATOR_AGE = "stream-iterator-age"
     FUNCTION_ERRORS = "function-errors"

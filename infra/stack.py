@@ -73,6 +73,14 @@ class OutlastStack(Stack):
                 outbox.dead_letter_queue.queue_url,
                 "Jobs DLQ: `outlast dlq list` / `dlq redrive`",
             ),
+            Output.ISOLATION_QUEUE_URL: (
+                outbox.isolation_queue.queue_url,
+                "Isolation queue: jobs whose batch crashed a worker, run one per invocation",
+            ),
+            Output.ISOLATION_DLQ_URL: (
+                outbox.isolation_dead_letter_queue.queue_url,
+                "Isolation DLQ: `outlast dlq list --queue isolation`",
+            ),
             Output.JOBS_TABLE_NAME: (storage.jobs_table.table_name, "Jobs table (jobs, inputs, results)"),
             Output.IDEMPOTENCY_TABLE_NAME: (
                 storage.idempotency_table.table_name,

@@ -99,6 +99,9 @@ class StorageUnavailableError(OutlastError):
     """A storage call failed in a way worth retrying (throttling, a 5xx, a dropped connection)."""
 
     code = "service_unavailable"
+    # What a 503 tells the client (Retry-After, seconds): throttling and dropped connections
+    # clear within seconds, and every write a retry repeats is conditional.
+    retry_after = 2
 
 
 class ProviderError(OutlastError):
@@ -129,3 +132,7 @@ class TerminalProviderError(ProviderError):
         super().__init__(detail)
         self.job_code = job_code
         self.usage = usage
+
+
+class UnknownPromptVersionError(Exception):
+    """A job names a prompt version this deploy does not have (a rollout in progress)."""

@@ -57,6 +57,8 @@ class JobSummary(BaseModel):
     updated_at: datetime
     expires_at: datetime
     attempts: int = 0
+    crashes: int = 0  # leases that expired on a claim that ran alone (DESIGN.md, crash isolation)
+    revision: int = 0  # +1 on every write of the job: the order of its updates
     cancel_requested_at: datetime | None = None
     error: JobError | None = None
     usage: Usage | None = None
@@ -71,6 +73,8 @@ class JobSummary(BaseModel):
             updated_at=self.updated_at,
             expires_at=self.expires_at,
             attempts=self.attempts,
+            crashes=self.crashes,
+            revision=self.revision,
             cancel_requested_at=self.cancel_requested_at,
             result_url=f"/v1/jobs/{self.job_id}/result" if self.status is JobStatus.SUCCEEDED else None,
             error=ErrorDocument(code=self.error.code, message=self.error.message) if self.error else None,
@@ -97,6 +101,13 @@ class JobRecord(JobSummary):
     lease_expires_at: datetime | None = None
     redrive_count: int = 0
     result_location: BlobLocation | None = None
+    # The retry budget: claims in a row that made no progress, capped by max_attempts. A claim
+    # adds one; a lease lost to another job's crash gives it back (DESIGN.md, "Lifecycle").
+    stalls: int = 0
+    # The last claim's invocation held this job alone, so a crash under it was this job's doing.
+    solo: bool = False
+    # Runs only from the isolation queue, one job per invocation, since a batch it was in crashed.
+    isolated: bool = False
 
     @property
     def owner_key(self) -> str:
@@ -129,12 +140,17 @@ class JobInput(BaseModel):
 
 
 class JobResult(BaseModel):
-    """What the model produced for a Succeeded job."""
+    """What the model produced for a job, with what producing it cost: written once, never apart.
+
+    Whoever holds the job next adopts a result that is already written (its output and its
+    usage), so a worker that lost its lease after the answer never costs a second call.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     job_id: str
     output: str
+    usage: Usage | None = None
 
 
 class IdempotencyRecord(BaseModel):

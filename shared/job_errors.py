@@ -13,6 +13,7 @@ ERROR_MESSAGES: dict[str, str] = {
     # so the message does not blame the provider.
     "retries_exhausted": "The job did not complete within its attempts.",
     "input_missing": "The job's input is no longer available.",
+    "worker_crashed": "The job stopped the worker running it each time it ran alone, so it was not retried.",
 }
 
 

@@ -67,5 +67,8 @@ def problem_responses(*codes: str) -> dict[int, OpenAPIResponse]:
         entry: dict[str, Any] = {"description": ". ".join(parts), "content": content}
         if "rate_limited" in status_codes:
             entry["headers"] = {"Retry-After": {**RETRY_AFTER, "required": True}}
+        elif "service_unavailable" in status_codes:
+            # Present on the functions' own 503s; API Gateway's 503 carries none.
+            entry["headers"] = {"Retry-After": RETRY_AFTER}
         responses[status] = cast(OpenAPIResponse, entry)
     return responses

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Protocol
 
 from shared.cursor import ListPosition
@@ -18,7 +19,7 @@ from shared.job import (
     JobSummary,
     Usage,
 )
-from shared.lifecycle import JobStatus
+from shared.lifecycle import TERMINAL, JobStatus
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,21 @@ class Lease:
 
     token: str
     expires_at: datetime
+
+
+class WriteKind(StrEnum):
+    """Every kind of job write; the stream's readers tell them apart by the item's `w`."""
+
+    SUBMIT = "submit"
+    CLAIM = "claim"
+    PROGRESS = "progress"
+    RELEASE = "release"
+    CANCEL = "cancel"
+    TERMINAL = "terminal"
+    REDRIVE = "redrive"
+    BUMP = "bump"
+    HEARTBEAT = "heartbeat"
+    DEFER = "defer"
 
 
 @dataclass(frozen=True)
@@ -45,17 +61,38 @@ class Transition:
     now: datetime
     lease_token: str | None = None
     new_lease: Lease | None = None
+    # A claim: attempts and stalls + 1, only while stalls < maxAttempts; `solo` is recorded.
     count_attempt: bool = False
+    solo: bool = False
+    # A claim from the shared jobs queue: refused for an isolated job (its message is stale).
+    require_not_isolated: bool = False
     require_due: bool = False
     require_lease_expired: bool = False
     renew_attempts: bool = False
     operator_redrive: bool = False
+    # An expired lease (shared.leases): isolate the job, count a crash, give the claim back.
+    isolate: bool = False
+    count_crash: bool = False
+    refund_stall: bool = False
     dispatch_at: datetime | None = None
     sweep_at: datetime | None = None
     cancel_requested_at: datetime | None = None
     error: JobError | None = None
     usage: Usage | None = None
     result_location: BlobLocation | None = None
+
+    @property
+    def kind(self) -> WriteKind:
+        """The kind of write (`w` on the item), which the jobs stream's notifier filters on."""
+        if self.new_lease is not None:
+            return WriteKind.CLAIM
+        if self.target in TERMINAL:
+            return WriteKind.TERMINAL
+        if self.operator_redrive:
+            return WriteKind.REDRIVE
+        if self.target is JobStatus.CANCELLATION_REQUESTED:
+            return WriteKind.CANCEL
+        return WriteKind.RELEASE
 
 
 class TransitionConflictError(ConditionFailedError):
@@ -87,6 +124,11 @@ class JobRepository(Protocol):
 
     def find_idempotency_claim(self, scope_hash: str, now: datetime) -> IdempotencyRecord | None:
         """The live claim of this caller-and-key scope, read strongly consistent, or None."""
+        ...
+
+    def release_idempotency_claim(self, record: IdempotencyRecord) -> None:
+        """Delete a claim this submit wrote, only while it still names this job: a submit refused
+        after its claim (rate, budget) leaves nothing behind, so the client's retry starts fresh."""
         ...
 
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
@@ -150,8 +192,13 @@ class PayloadStore(Protocol):
         expiry again when an operator redrives it."""
         ...
 
-    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
-        """Store the result once; a later writer never replaces it."""
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
+        """Store the result unless one is there; return the one stored (this one, or an earlier
+        claim's, whose output and usage the caller then adopts). A later writer never replaces it."""
+        ...
+
+    def find_result(self, job_id: str) -> tuple[BlobLocation, JobResult] | None:
+        """A result some earlier claim wrote, and where it went (item or S3), or None."""
         ...
 
     def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
@@ -167,8 +214,20 @@ class JobMessage:
     trace_id: str
 
 
+class Lane(StrEnum):
+    """Which queue a job is dispatched to: batches of ten, or one job per invocation."""
+
+    SHARED = "shared"
+    ISOLATION = "isolation"
+
+    @classmethod
+    def of(cls, job: JobRecord) -> Lane:
+        """An isolated job is only ever dispatched to the isolation queue."""
+        return cls.ISOLATION if job.isolated else cls.SHARED
+
+
 class JobQueue(Protocol):
-    """The SQS jobs queue and its dead-letter queue."""
+    """One SQS queue of job messages (the jobs queue or the isolation queue) and its DLQ."""
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
         """Send in batches of 10; return the messages that were not accepted."""

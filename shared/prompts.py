@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.contract import Operation
+from shared.errors import UnknownPromptVersionError
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,13 @@ def template_for(operation: Operation) -> PromptTemplate:
 
 
 def template_for_version(operation: Operation, version: str) -> PromptTemplate:
-    """The template a job was accepted under; the current one if that version is unknown here."""
+    """The template a job was accepted under.
+
+    UnknownPromptVersionError when this code does not know it: a job accepted by a newer deploy
+    reached an older worker mid-rollout. The worker hands the job back rather than run it under
+    another prompt; a worker of the new deploy picks it up.
+    """
     template = BY_VERSION.get(version)
-    return template if template is not None and template.operation is operation else TEMPLATES[operation]
+    if template is None or template.operation is not operation:
+        raise UnknownPromptVersionError(f"no {operation.value} prompt of version {version!r} here")
+    return template

@@ -12,6 +12,10 @@ ENV_PAYLOAD_BUCKET = "PAYLOAD_BUCKET_NAME"
 ENV_CURSOR_SECRET = "CURSOR_SECRET_ARN"  # noqa: S105 - the name of a variable, not a secret
 ENV_JOBS_QUEUE_URL = "JOBS_QUEUE_URL"
 ENV_DLQ_URL = "JOBS_DLQ_URL"
+# The isolation queue: jobs whose batch crashed a worker run from it one per invocation.
+ENV_ISOLATION_QUEUE_URL = "ISOLATION_QUEUE_URL"
+ENV_ISOLATION_QUEUE_ARN = "ISOLATION_QUEUE_ARN"
+ENV_ISOLATION_DLQ_URL = "ISOLATION_DLQ_URL"
 ENV_OPENAI_SECRET = "OPENAI_SECRET_ARN"  # noqa: S105 - the name of a variable, not a secret
 
 # Jobs table: the job item, its input and its result share a partition.
@@ -19,6 +23,8 @@ PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "ttl"
 TYPE_ATTRIBUTE = "type"
+# The kind of the last write of a job item (shared.ports.WriteKind): the stream's readers filter on it.
+WRITE_KIND_ATTRIBUTE = "w"
 JOB_ITEM_TYPE = "job"
 INPUT_ITEM_TYPE = "input"
 RESULT_ITEM_TYPE = "result"
@@ -27,21 +33,10 @@ RESULT_ITEM_TYPE = "result"
 LIST_INDEX = "byOwner"
 LIST_INDEX_PARTITION = "ownerKey"
 LIST_INDEX_SORT = "listKey"
-# Only what a status document needs: every attribute projected is written again on each transition.
-LIST_INDEX_PROJECTION = (
-    "jobId",
-    "status",
-    "operation",
-    "createdAt",
-    "updatedAt",
-    "expiresAt",
-    "attempts",
-    "cancelRequestedAt",
-    "errorCode",
-    "errorMessage",
-    "inputTokens",
-    "outputTokens",
-)
+# Only what never changes after the submit, so that no later write of a job touches the index:
+# the list reads the jobs it finds there (eventually consistent) and filters them by status.
+# `expiresAt` lets the query itself skip expired jobs.
+LIST_INDEX_PROJECTION = ("expiresAt",)
 
 # Sweeper index: only jobs that are Pending, Running or CancellationRequested carry its keys,
 # sharded so that a burst of submits does not crowd one index partition.

@@ -50,6 +50,10 @@ class JobPolicySettings(EnvSettings):
     poll_after_seconds: int = Field(default=2, alias="POLL_AFTER_SECONDS", ge=1, le=60)
     default_model: str = Field(default="gpt-4o-mini", alias="DEFAULT_MODEL", min_length=1)
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="ALLOWED_MODELS")
+    # Inputs are deleted this long after their job ends (shared.retention).
+    input_retention_hours: int = Field(default=24, alias="INPUT_RETENTION_HOURS", ge=1, le=24 * 30)
+    # Leases that may expire on a job running alone before it fails with worker_crashed.
+    max_crashes: int = Field(default=2, alias="MAX_CRASHES", ge=1, le=10)
 
     @model_validator(mode="after")
     def _consistent(self) -> JobPolicySettings:

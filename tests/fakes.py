@@ -90,6 +90,13 @@ class InMemoryJobRepository:
         existing = self.claims.get(scope_hash)
         return None if existing is None or existing.expires_at < now else existing
 
+    def release_idempotency_claim(self, record: IdempotencyRecord) -> None:
+        """`jobId = :id`: deleted only while it still names this submit's job."""
+        existing = self.claims.get(record.scope_hash)
+        if existing is not None and existing.job_id == record.job_id:
+            del self.claims[record.scope_hash]
+            self.writes.append("release_idempotency_claim")
+
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """`attribute_not_exists(pk)`: True only for the call that created it."""
         if job.job_id in self.jobs:
@@ -106,11 +113,11 @@ class InMemoryJobRepository:
     def list_jobs(
         self, owner_key: str, status: JobStatus | None, limit: int, after: ListPosition | None, now: datetime
     ) -> JobPageSlice:
-        """Query + Limit + FilterExpression, as DynamoDB runs them.
+        """Query + Limit + FilterExpression on expiry, then the jobs read and filtered by status.
 
-        `limit` items are read first and filtered afterwards, so a page can be short or empty
-        while a next position exists. Like DynamoDB (and unlike moto), a read that stopped at
-        the limit names its last item even when nothing follows, so a last page may be empty.
+        `limit` index entries are read first and filtered afterwards, so a page can be short or
+        empty while a next position exists. Like DynamoDB (and unlike moto), a read that stopped
+        at the limit names its last item even when nothing follows, so a last page may be empty.
         """
         owned = sorted(
             (job for job in self.jobs.values() if job.owner_key == owner_key),
@@ -126,8 +133,10 @@ class InMemoryJobRepository:
             if read and len(read) == limit
             else None
         )
-        visible = [job for job in read if job.expires_at > now and (status is None or job.status is status)]
-        return JobPageSlice(items=[_projected(job) for job in visible], next_position=next_position)
+        visible: list[JobSummary] = [
+            job for job in read if job.expires_at > now and (status is None or job.status is status)
+        ]
+        return JobPageSlice(items=visible, next_position=next_position)
 
     def transition(self, transition: Transition) -> JobRecord:
         """One guarded write: source status, lease token, due time and attempts, then the changes."""
@@ -159,7 +168,9 @@ class InMemoryJobRepository:
         current = self.jobs.get(job_id)
         if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
             raise TransitionConflictError(current)
-        written = current.model_copy(update={"lease_expires_at": lease.expires_at})
+        written = current.model_copy(
+            update={"lease_expires_at": lease.expires_at, "revision": current.revision + 1}
+        )
         self.jobs[job_id] = written
         self.writes.append("heartbeat")
         return written
@@ -173,7 +184,9 @@ class InMemoryJobRepository:
             or current.dispatch_at != job.dispatch_at
         ):
             raise TransitionConflictError(current)
-        written = current.model_copy(update={"dispatch_at": now, "updated_at": now})
+        written = current.model_copy(
+            update={"dispatch_at": now, "updated_at": now, "revision": current.revision + 1}
+        )
         self.jobs[job.job_id] = written
         self.sweep_at[job.job_id] = sweep_at
         self.writes.append("bump_dispatch")
@@ -190,6 +203,7 @@ class InMemoryJobRepository:
             raise TransitionConflictError(current)
         if job.job_id in self.sweep_at:
             self.sweep_at[job.job_id] = sweep_at
+        self.jobs[job.job_id] = current.model_copy(update={"revision": current.revision + 1})
         self.writes.append("defer_sweep")
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
@@ -206,27 +220,39 @@ def _list_order(job: JobRecord) -> tuple[str, str]:
     return list_key(job), job.job_id
 
 
-def _projected(job: JobRecord) -> JobSummary:
-    # The list index projects only what a status document needs: hand back no more than that.
-    return JobSummary.model_validate(job.model_dump(include=set(JobSummary.model_fields)))
-
-
 def _conditions_hold(job: JobRecord, t: Transition) -> bool:
     return (
         job.status is t.source
         and (t.lease_token is None or job.lease_token == t.lease_token)
         and (not t.require_due or job.dispatch_at <= t.now)
         and (not t.require_lease_expired or job.lease_expires_at is None or job.lease_expires_at <= t.now)
-        and (not t.count_attempt or job.attempts < job.max_attempts)
+        and (not t.count_attempt or job.stalls < job.max_attempts)
+        and (not t.require_not_isolated or not job.isolated)
     )
 
 
 def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
-    changes: dict[str, Any] = {"status": t.target, "updated_at": t.now}
+    changes: dict[str, Any] = {"status": t.target, "updated_at": t.now, "revision": job.revision + 1}
     if t.count_attempt:
-        changes["attempts"] = job.attempts + 1
+        changes.update(attempts=job.attempts + 1, stalls=job.stalls + 1, solo=t.solo)
     if t.renew_attempts:
-        changes.update(attempts=0, redrive_count=job.redrive_count + 1, error=None, result_location=None)
+        changes.update(
+            attempts=0,
+            stalls=0,
+            crashes=0,
+            isolated=False,
+            solo=False,
+            redrive_count=job.redrive_count + 1,
+            error=None,
+            result_location=None,
+        )
+    else:
+        if t.isolate:
+            changes["isolated"] = True
+        if t.count_crash:
+            changes["crashes"] = job.crashes + 1
+        if t.refund_stall:
+            changes["stalls"] = job.stalls - 1
     if t.new_lease is not None:
         changes.update(lease_token=t.new_lease.token, lease_expires_at=t.new_lease.expires_at)
     elif t.target not in _LEASE_STATUSES:
@@ -255,7 +281,11 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
 
 
 class InMemoryPayloadStore:
-    """PayloadStore in dictionaries keyed by (job id, location), like the item/S3 split of the adapter."""
+    """PayloadStore in dictionaries keyed by (job id, location), like the item/S3 split of the adapter.
+
+    Write-once like the adapter: a second put of a payload leaves the first one (and its expiry)
+    as it was, and put_result hands back whichever result is stored.
+    """
 
     def __init__(self) -> None:
         self.inputs: dict[tuple[str, BlobLocation], JobInput] = {}
@@ -264,8 +294,11 @@ class InMemoryPayloadStore:
         self.writes: list[str] = []
 
     def put_input(self, job_input: JobInput, location: BlobLocation, expires_at: datetime) -> None:
-        """Store (or overwrite with the same content) the input."""
-        self.inputs[(job_input.job_id, location)] = job_input
+        """Store the input unless one is there (attribute_not_exists / If-None-Match)."""
+        key = (job_input.job_id, location)
+        if key in self.inputs:
+            return
+        self.inputs[key] = job_input
         self.expires_at[("input", job_input.job_id, location)] = expires_at
         self.writes.append("put_input")
 
@@ -280,15 +313,28 @@ class InMemoryPayloadStore:
         self.expires_at[("input", job_id, location)] = at
         self.writes.append("set_input_expiry")
 
-    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
-        """Store (or overwrite with the same content) the result."""
-        self.results[(result.job_id, location)] = result
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
+        """Store the result unless one is there; the one stored comes back."""
+        key = (result.job_id, location)
+        if key in self.results:
+            return self.results[key]
+        self.results[key] = result
         self.expires_at[("result", result.job_id, location)] = expires_at
         self.writes.append("put_result")
+        return result
 
     def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
         """The result stored at that location, or None."""
         return self.results.get((job_id, location))
+
+    def find_result(self, job_id: str) -> tuple[BlobLocation, JobResult] | None:
+        """The item location first, then S3, as the adapter reads them."""
+        locations: tuple[BlobLocation, ...] = ("item", "s3")
+        for location in locations:
+            result = self.results.get((job_id, location))
+            if result is not None:
+                return location, result
+        return None
 
 
 def job_record(
@@ -317,4 +363,7 @@ def job_record(
         "max_attempts": 3,
         "dispatch_at": created_at,
     }
+    if "attempts" in overrides and "stalls" not in overrides:
+        # A one-step job's claims so far are its stalls too, unless a test says otherwise.
+        fields["stalls"] = overrides["attempts"]
     return JobRecord(**{**fields, **overrides})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from functions.status.dependencies import StatusDependencies
 from shared.clock import truncate_to_millis
@@ -18,6 +17,7 @@ from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.observability import bind_job, logger
 from shared.ports import Transition, TransitionConflictError
+from shared.retention import input_expiry
 
 # A cancel races at most the worker's claim and its terminal write; more conflicts mean trouble.
 _CANCEL_ROUNDS = 4
@@ -83,6 +83,11 @@ def _cancel_step(deps: StatusDependencies, job: JobRecord) -> CancelOutcome | Jo
         raise JobNotCancelableError(f"The job already ended as {job.status.value}.")
     now = truncate_to_millis(deps.clock.now())
     target = JobStatus.CANCELED if job.status is JobStatus.PENDING else JobStatus.CANCELLATION_REQUESTED
+    if target is JobStatus.CANCELED:
+        # The input's final expiry before the terminal write (shared.retention): if it fails, the
+        # caller gets a 503 and nothing has changed.
+        retention = deps.settings.input_retention_hours
+        deps.payloads.set_input_expiry(job.job_id, job.input_location, input_expiry(now, retention))
     try:
         written = deps.repository.transition(
             Transition(job_id=job.job_id, source=job.status, target=target, now=now, cancel_requested_at=now)
@@ -90,9 +95,6 @@ def _cancel_step(deps: StatusDependencies, job: JobRecord) -> CancelOutcome | Jo
     except TransitionConflictError as conflict:
         return conflict.current
     logger.info("cancel recorded", extra={"from": job.status.value, "to": target.value})
-    if target is JobStatus.CANCELED:
-        retention = timedelta(hours=deps.settings.input_retention_hours)
-        deps.payloads.set_input_expiry(job.job_id, job.input_location, now + retention)
     return CancelOutcome(job=written, in_progress=target is JobStatus.CANCELLATION_REQUESTED)
 
 

@@ -13,4 +13,3 @@ class StatusSettings(StorageSettings, JobPolicySettings):
 
     cursor_secret: str = Field(alias=r.ENV_CURSOR_SECRET, min_length=1)
     secret_max_age_seconds: int = Field(default=300, alias="SECRET_MAX_AGE_SECONDS", ge=0, le=3600)
-    input_retention_hours: int = Field(default=24, alias="INPUT_RETENTION_HOURS", ge=1, le=24 * 30)

@@ -16,6 +16,7 @@ from shared.job import BlobLocation, Caller, IdempotencyRecord, JobInput, JobRec
 from shared.lifecycle import JobStatus
 from shared.observability import bind_job, logger, metrics
 from shared.prompts import template_for
+from shared.retention import input_expiry
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,12 @@ class SubmitOutcome:
 def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest, key: str) -> SubmitOutcome:
     """Accept a job exactly once per (caller, key, fingerprint).
 
-    Write order, no transaction: (1) the idempotency claim, the unique constraint; (2) the
-    input; (3) the job item, whose stream INSERT starts the work, so it comes last. A crash
-    between steps leaves what a retry with the same key completes.
+    Order, no transaction (DESIGN.md, "Lifecycle": submit order): (1) the idempotency claim,
+    the unique constraint, and a replay when its job exists, before any quota is spent, so a
+    client retrying after a lost answer always learns its job; (2) the per-owner rate, whose
+    refusal deletes this submit's own claim; (3) the input; (4) the job item, whose stream
+    INSERT starts the work, so it comes last. A crash between steps leaves what a retry with
+    the same key completes.
     """
     settings = deps.settings
     now = truncate_to_millis(deps.clock.now())
@@ -46,7 +50,6 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         if replay is None:
             raise
         return replay
-    _take_quota(deps, caller, now)
 
     proposed = IdempotencyRecord(
         scope_hash=scope,
@@ -70,7 +73,9 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         if current is not None:
             logger.info("job replayed")
             return SubmitOutcome(job=current, replayed=True)
-        # The claim exists but the job does not: the first submit stopped between its writes.
+        # The claim exists but the job does not: the first submit stopped between its writes (or
+        # is still writing them). Completing it is this submit's work now, and it is paid for.
+    _take_quota(deps, caller, now, claim if existing is None else None)
 
     job_input = JobInput(
         job_id=claim.job_id,
@@ -80,8 +85,11 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     )
     location = _location_for(job_input)
     job = _job_from_claim(claim, caller, request, location)
-    # Steps 2-3, also when completing a crashed submit: same id, same content, both conditional.
-    deps.payloads.put_input(job_input, location, expires_at=claim.job_expires_at)
+    # Steps 3-4, also when completing a crashed submit: same id, same content, both conditional.
+    # Until the job ends and says otherwise, the input lives as long as it would after an end: if
+    # no job item ever follows (a crash, no retry), it goes with its claim, not 30 days later.
+    input_expires_at = input_expiry(claim.created_at, settings.input_retention_hours)
+    deps.payloads.put_input(job_input, location, expires_at=input_expires_at)
     sweep_at = job.dispatch_at + timedelta(seconds=settings.dispatch_grace_seconds)
     if deps.repository.create_job(job, sweep_at):
         logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})
@@ -117,14 +125,20 @@ def _model_for(request: SubmitRequest, default_model: str, allowed: tuple[str, .
     return requested
 
 
-def _take_quota(deps: SubmitDependencies, caller: Caller, now: datetime) -> None:
+def _take_quota(
+    deps: SubmitDependencies, caller: Caller, now: datetime, own_claim: IdempotencyRecord | None
+) -> None:
+    """Count this submit in the owner's minute; over the rate, leave no claim of ours behind."""
     window = now.replace(second=0, microsecond=0)
-    if not deps.repository.take_submit_quota(caller.owner_key, window, deps.settings.submits_per_minute):
-        retry_after = max(1, 60 - now.second)
-        raise RateLimitedError(
-            f"At most {deps.settings.submits_per_minute} submits per minute; retry in {retry_after} s.",
-            retry_after=retry_after,
-        )
+    if deps.repository.take_submit_quota(caller.owner_key, window, deps.settings.submits_per_minute):
+        return
+    if own_claim is not None:
+        deps.repository.release_idempotency_claim(own_claim)
+    retry_after = max(1, 60 - now.second)
+    raise RateLimitedError(
+        f"At most {deps.settings.submits_per_minute} submits per minute; retry in {retry_after} s.",
+        retry_after=retry_after,
+    )
 
 
 def _location_for(job_input: JobInput) -> BlobLocation:
@@ -151,4 +165,5 @@ def _job_from_claim(
         input_location=location,
         max_attempts=claim.max_attempts,
         dispatch_at=claim.created_at,
+        revision=1,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -12,7 +13,7 @@ from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.clock import Clock, SystemClock
-from shared.ports import JobQueue, JobRepository, PayloadStore
+from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class SweeperDependencies:
     settings: SweeperSettings
     repository: JobRepository
     payloads: PayloadStore
-    queue: JobQueue
+    queues: Mapping[Lane, JobQueue]
     clock: Clock
 
 
@@ -30,12 +31,16 @@ class SweeperDependencies:
 def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
     """Create AWS clients once per container."""
     dynamodb = boto3.client("dynamodb")
+    sqs = boto3.client("sqs")
     return SweeperDependencies(
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
         payloads=DynamoS3PayloadStore(
             dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
         ),
-        queue=SqsJobQueue(boto3.client("sqs"), settings.jobs_queue_url),
+        queues={
+            Lane.SHARED: SqsJobQueue(sqs, settings.jobs_queue_url),
+            Lane.ISOLATION: SqsJobQueue(sqs, settings.isolation_queue_url),
+        },
         clock=SystemClock(),
     )

@@ -2,9 +2,15 @@
 
 - Pending past its dispatch grace: a relay failure or a lost message. Bump dispatchAt under a
   compare (so at most one re-send per grace period), then send a new message.
-- Running past its lease: a worker died. Back to Pending and re-send, or Failed when the
-  attempts are spent.
+- Running past its lease: a worker died. What that means is shared.leases' decision: a job
+  that shared the dead invocation goes back to Pending isolated, re-sent to the isolation queue
+  at no cost to its attempts; one that had the invocation to itself counts a crash, and fails
+  with worker_crashed at maxCrashes (or retries_exhausted when its attempts are spent).
 - CancellationRequested past its lease: the holder died before its next check. Canceled.
+
+Every terminal write sets the input's expiry first (shared.retention), so a failure between the
+two leaves the job in the index for the next sweep to finish, never an ended job whose input
+outlives its retention.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from shared import resources as r
 from shared.clock import truncate_to_millis
 from shared.job import JobError, JobRecord
 from shared.job_errors import job_error
-from shared.lifecycle import JobStatus
+from shared.leases import ExpiredLeaseOutcome, expired_lease_outcome
+from shared.lifecycle import TERMINAL, JobStatus
 from shared.observability import current_trace_id, logger, metrics
-from shared.ports import JobMessage, Transition, TransitionConflictError
+from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
+from shared.retention import input_expiry, input_needs_renewal
 
 RETRIES_EXHAUSTED = job_error("retries_exhausted")
 
@@ -30,6 +38,7 @@ class SweepReport:
 
     redispatched: int = 0
     expired_leases: int = 0
+    isolated: int = 0  # of the expired leases and failures: jobs sent to run alone from now on
     canceled: int = 0
     failed: int = 0
     skipped: int = 0
@@ -79,6 +88,7 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             "examined": report.examined,
             "redispatched": report.redispatched,
             "expired_leases": report.expired_leases,
+            "isolated": report.isolated,
             "canceled": report.canceled,
             "failed": report.failed,
             "errors": report.errors,
@@ -116,14 +126,15 @@ def _step(deps: SweeperDependencies, job: JobRecord, now: datetime, report: Swee
 
 def _recover_pending(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
     grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
-    if job.attempts >= job.max_attempts:
+    if job.stalls >= job.max_attempts:
         _write(deps, job, JobStatus.FAILED, now, error=RETRIES_EXHAUSTED)
         report.failed += 1
         return True
     if job.dispatch_at + grace > now:
         return False
-    deps.repository.bump_dispatch(job, now, now + grace)
-    _dispatch(deps, job.job_id)
+    _renew_input_of_old_job(deps, job, now)
+    bumped = deps.repository.bump_dispatch(job, now, now + grace)
+    _dispatch(deps, bumped)
     report.redispatched += 1
     return True
 
@@ -134,17 +145,29 @@ def _recover_leased(deps: SweeperDependencies, job: JobRecord, now: datetime, re
         # too, so long calls never crowd truly stuck jobs out of a sweep's page.
         deps.repository.defer_sweep(job, job.lease_expires_at)
         return False
-    if job.status is JobStatus.CANCELLATION_REQUESTED:
-        _write(deps, job, JobStatus.CANCELED, now)
+    outcome = expired_lease_outcome(job, deps.settings.max_crashes)
+    if outcome.dispatches:
+        _renew_input_of_old_job(deps, job, now)
+    grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
+    written = _write(
+        deps,
+        job,
+        outcome.target,
+        now,
+        error=job_error(outcome.error_code) if outcome.error_code else None,
+        dispatch_at=now if outcome.dispatches else None,
+        sweep_at=now + grace if outcome.dispatches else None,
+        outcome=outcome,
+    )
+    if outcome.target is JobStatus.CANCELED:
         report.canceled += 1
-    elif job.attempts >= job.max_attempts:
-        _write(deps, job, JobStatus.FAILED, now, error=RETRIES_EXHAUSTED)
+    elif outcome.target is JobStatus.FAILED:
         report.failed += 1
     else:
-        grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
-        _write(deps, job, JobStatus.PENDING, now, dispatch_at=now, sweep_at=now + grace)
-        _dispatch(deps, job.job_id)
+        _dispatch(deps, written)
         report.expired_leases += 1
+    if outcome.isolate and not job.isolated:
+        report.isolated += 1
     return True
 
 
@@ -157,8 +180,13 @@ def _write(
     error: JobError | None = None,
     dispatch_at: datetime | None = None,
     sweep_at: datetime | None = None,
-) -> None:
-    deps.repository.transition(
+    outcome: ExpiredLeaseOutcome | None = None,
+) -> JobRecord:
+    if target in TERMINAL:
+        deps.payloads.set_input_expiry(
+            job.job_id, job.input_location, input_expiry(now, deps.settings.input_retention_hours)
+        )
+    written = deps.repository.transition(
         Transition(
             job_id=job.job_id,
             source=job.status,
@@ -168,19 +196,33 @@ def _write(
             # The read said the lease had expired; a heartbeat since then means its holder is
             # alive, and taking the job now would run it twice (or fail a job still progressing).
             require_lease_expired=job.status in _LEASED,
+            isolate=outcome.isolate if outcome else False,
+            count_crash=outcome.count_crash if outcome else False,
+            refund_stall=outcome.refund_stall if outcome else False,
             error=error,
             dispatch_at=dispatch_at,
             sweep_at=sweep_at,
         )
     )
-    if target in {JobStatus.FAILED, JobStatus.CANCELED}:
-        retention = timedelta(hours=deps.settings.input_retention_hours)
-        deps.payloads.set_input_expiry(job.job_id, job.input_location, now + retention)
     logger.info(
-        "sweeper moved a job", extra={"job_id": job.job_id, "from": job.status.value, "to": target.value}
+        "sweeper moved a job",
+        extra={
+            "job_id": job.job_id,
+            "from": job.status.value,
+            "to": target.value,
+            "isolated": written.isolated,
+            "crashes": written.crashes,
+        },
     )
+    return written
 
 
-def _dispatch(deps: SweeperDependencies, job_id: str) -> None:
+def _renew_input_of_old_job(deps: SweeperDependencies, job: JobRecord, now: datetime) -> None:
+    retention = deps.settings.input_retention_hours
+    if input_needs_renewal(job, now, retention):
+        deps.payloads.set_input_expiry(job.job_id, job.input_location, input_expiry(now, retention))
+
+
+def _dispatch(deps: SweeperDependencies, job: JobRecord) -> None:
     # A crash before this send leaves the job Pending with a fresh sweepAt: the next period re-sends it.
-    deps.queue.send(JobMessage(job_id=job_id, trace_id=current_trace_id()))
+    deps.queues[Lane.of(job)].send(JobMessage(job_id=job.job_id, trace_id=current_trace_id()))

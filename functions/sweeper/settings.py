@@ -14,6 +14,6 @@ class SweeperSettings(JobPolicySettings):
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)
     jobs_queue_url: str = Field(alias=r.ENV_JOBS_QUEUE_URL, min_length=1)
+    isolation_queue_url: str = Field(alias=r.ENV_ISOLATION_QUEUE_URL, min_length=1)
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=1, le=900)
-    input_retention_hours: int = Field(default=24, alias="INPUT_RETENTION_HOURS", ge=1, le=24 * 30)
     max_items_per_run: int = Field(default=1000, alias="SWEEP_MAX_ITEMS", ge=1, le=100_000)

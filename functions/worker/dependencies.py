@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import boto3
 
@@ -16,7 +17,10 @@ from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.clock import Clock, SystemClock
-from shared.ports import JobQueue, JobRepository, ModelProvider, PayloadStore
+from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 # Two pools, so that AWS requests (heartbeats above all) never queue behind model calls. A model
 # call abandoned by a cancel, a lost lease or a release keeps its thread until the SDK's timeout,
@@ -33,7 +37,7 @@ class WorkerDependencies:
     settings: WorkerSettings
     repository: JobRepository
     payloads: PayloadStore
-    queue: JobQueue
+    queues: Mapping[Lane, JobQueue]  # each with its own DLQ, for poison from that queue
     clock: Clock
     provider: Callable[[], ModelProvider]
     executor: ThreadPoolExecutor  # AWS requests
@@ -67,10 +71,17 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         payloads=DynamoS3PayloadStore(
             dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
         ),
-        queue=SqsJobQueue(boto3.client("sqs"), settings.jobs_queue_url, settings.dlq_url),
+        queues=_queues(boto3.client("sqs"), settings),
         clock=SystemClock(),
         provider=provider,
         executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
         model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,
     )
+
+
+def _queues(sqs: SQSClient, settings: WorkerSettings) -> dict[Lane, JobQueue]:
+    return {
+        Lane.SHARED: SqsJobQueue(sqs, settings.jobs_queue_url, settings.dlq_url),
+        Lane.ISOLATION: SqsJobQueue(sqs, settings.isolation_queue_url, settings.isolation_dlq_url),
+    }

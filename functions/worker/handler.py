@@ -17,6 +17,7 @@ from functions.worker.dependencies import build_dependencies
 from functions.worker.service import JobWorker, RetryLater
 from functions.worker.settings import WorkerSettings
 from shared.observability import logger, metrics, tracer
+from shared.ports import Lane
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -27,12 +28,15 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     settings = WorkerSettings.from_environ()
     remaining = context.get_remaining_time_in_millis() / 1000
     worker = JobWorker(
-        build_dependencies(settings), time.monotonic() + remaining - settings.release_margin_seconds
+        build_dependencies(settings),
+        time.monotonic() + remaining - settings.release_margin_seconds,
+        solo=len(event.get("Records", [])) == 1,
     )
 
     async def record_handler(record: SQSRecord) -> None:
+        lane = Lane.ISOLATION if record.event_source_arn == settings.isolation_queue_arn else Lane.SHARED
         try:
-            await worker.handle(record.body, record.receipt_handle)
+            await worker.handle(record.body, record.receipt_handle, lane)
         except RetryLater:
             raise
         except Exception:

@@ -3,6 +3,11 @@
 No transaction or lock is held across the model call: the claim is one conditional write,
 the lease is kept alive by heartbeats, and every later write is conditional on the lease
 token, so a worker that lost its job can never overwrite the one that has it.
+
+Whatever goes wrong inside the worker that is not a provider's answer (storage errors, a
+secret that cannot be read, an unknown prompt version, a bug) hands the job back to Pending
+with backoff instead of leaving it Running until the sweeper; an answer the model already gave
+is kept as the job's result first, and the next claim adopts it instead of paying again.
 """
 
 from __future__ import annotations
@@ -24,9 +29,18 @@ from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
-from shared.ports import Completion, CompletionRequest, Lease, Transition, TransitionConflictError
+from shared.ports import (
+    Completion,
+    CompletionRequest,
+    JobMessage,
+    Lane,
+    Lease,
+    Transition,
+    TransitionConflictError,
+)
 from shared.prompts import template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
+from shared.retention import input_expiry, input_needs_renewal
 
 T = TypeVar("T")
 
@@ -53,17 +67,26 @@ class _Run:
 
     job: JobRecord
     lease: Lease
+    lane: Lane
     usage: Usage | None = None
+    # The model's answer once received, until it is stored as the job's result: an error before
+    # the store is followed by one more try, so the next claim adopts it instead of paying again.
+    unsaved: tuple[JobResult, BlobLocation] | None = None
     last_heartbeat: float = field(default_factory=time.monotonic)  # the claim counts as one
 
 
 class JobWorker:
-    """Processes one queue message at a time; many run concurrently in one invocation."""
+    """Processes one queue message at a time; many run concurrently in one invocation.
 
-    def __init__(self, deps: WorkerDependencies, deadline: float) -> None:
+    `solo` says the invocation's batch held one record: a claim records it, so that a crash
+    under this claim is charged to this job alone (shared.leases).
+    """
+
+    def __init__(self, deps: WorkerDependencies, deadline: float, *, solo: bool) -> None:
         self._deps = deps
         self._settings = deps.settings
         self._deadline = deadline  # time.monotonic() after which in-flight jobs are released
+        self._solo = solo
 
     async def _io(self, function: Callable[..., T], *args: object) -> T:
         """Run a blocking AWS request on the worker's pool for them, off the event loop."""
@@ -73,72 +96,109 @@ class JobWorker:
     def _now(self) -> datetime:
         return truncate_to_millis(self._deps.clock.now())
 
-    async def handle(self, body: str, receipt_handle: str) -> None:
-        """Process one message; return to delete it, raise RetryLater to keep it for later."""
+    async def handle(self, body: str, receipt_handle: str, lane: Lane) -> None:
+        """Process one message of `lane`'s queue; return to delete it, raise RetryLater to keep it."""
         message = parse_job_message(body)
         if message is None:
-            await self._park(body, "unparseable", None)
+            await self._park(lane, body, "unparseable", None)
             return
         bind_job_in_task(message.job_id, message.trace_id)
-        job = await self._io(self._deps.repository.get_job, message.job_id)
-        if job is None:
-            await self._park(body, "unknown_job", message.job_id)
-            return
-        if job.status is not JobStatus.PENDING:
-            # Terminal, or held by another worker (whose lease the sweeper watches): a duplicate.
-            logger.info("delivery dropped", extra={"status": job.status.value})
-            return
-        run = await self._claim(job, receipt_handle)
+        run = await self._claim(message, body, receipt_handle, lane)
         if run is not None:
             await self._execute(run, receipt_handle)
 
-    async def _park(self, body: str, reason: str, job_id: str | None) -> None:
+    async def _park(self, lane: Lane, body: str, reason: str, job_id: str | None) -> None:
         # Poison: no retry can fix it, so it goes to the DLQ now instead of after maxReceiveCount.
-        await self._io(self._deps.queue.send_to_dlq, body, reason, job_id)
+        await self._io(self._deps.queues[lane].send_to_dlq, body, reason, job_id)
         metrics.add_metric(name="PoisonMessages", unit="Count", value=1)
         logger.warning("poison message parked on the DLQ", extra={"reason": reason})
 
-    async def _claim(self, job: JobRecord, receipt_handle: str) -> _Run | None:
+    async def _claim(self, message: JobMessage, body: str, receipt_handle: str, lane: Lane) -> _Run | None:
+        """One conditional UpdateItem, no read first: when it is refused, the job as it stood
+        (ReturnValuesOnConditionCheckFailure) says why."""
         now = self._now()
-        if job.attempts >= job.max_attempts:
-            await self._finish_pending_exhausted(job, now)
-            return None
-        if job.dispatch_at > now:
-            # Early (a duplicate while the job backs off): come back when it is due.
-            wait = max(1, int((job.dispatch_at - now).total_seconds() + 0.999))
-            await self._io(self._deps.queue.change_visibility, receipt_handle, wait)
-            raise RetryLater
         lease = Lease(
             token=uuid.uuid4().hex, expires_at=now + timedelta(seconds=self._settings.lease_seconds)
         )
         claim = Transition(
-            job_id=job.job_id,
+            job_id=message.job_id,
             source=JobStatus.PENDING,
             target=JobStatus.RUNNING,
             now=now,
             new_lease=lease,
             count_attempt=True,
+            solo=self._solo,
+            # A shared-queue message of a job that crashed a batch is stale: it runs alone now.
+            require_not_isolated=lane is Lane.SHARED,
             require_due=True,
             sweep_at=lease.expires_at,
         )
         try:
             claimed = await self._io(self._deps.repository.transition, claim)
-        except TransitionConflictError:
-            # Someone else claimed it, it was canceled, or it is not due: whoever moved it owns
-            # its next dispatch, so this message has nothing left to do. No model call.
-            logger.info("claim lost")
+        except TransitionConflictError as refused:
+            await self._refused(refused.current, message, body=body, receipt_handle=receipt_handle, lane=lane)
             return None
-        logger.info("claimed", extra={"attempt": claimed.attempts})
-        return _Run(job=claimed, lease=lease)
+        logger.info("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
+        return _Run(job=claimed, lease=lease, lane=lane)
+
+    async def _refused(
+        self, job: JobRecord | None, message: JobMessage, *, body: str, receipt_handle: str, lane: Lane
+    ) -> None:
+        """A refused claim costs no model call; the job as it stood decides what the message does."""
+        if job is None:
+            await self._park(lane, body, "unknown_job", message.job_id)
+        elif job.status is not JobStatus.PENDING:
+            # Terminal, or held by another worker (whose lease the sweeper watches): a duplicate.
+            logger.info("delivery dropped", extra={"status": job.status.value})
+        elif lane is Lane.SHARED and job.isolated:
+            logger.info("delivery dropped: the job runs from the isolation queue now")
+        elif job.stalls >= job.max_attempts:
+            await self._finish_pending_exhausted(job, self._now())
+        elif job.dispatch_at > (now := self._now()):
+            # Early (a duplicate while the job backs off): come back when it is due.
+            wait = max(1, int((job.dispatch_at - now).total_seconds() + 0.999))
+            await self._io(self._deps.queues[lane].change_visibility, receipt_handle, wait)
+            raise RetryLater
+        else:
+            # It was claimable when read back: another worker won the race and then let go.
+            logger.info("claim lost")
 
     async def _execute(self, run: _Run, receipt_handle: str) -> None:
-        job_input = await self._io(self._deps.payloads.get_input, run.job.job_id, run.job.input_location)
+        try:
+            await self._run_claimed(run, receipt_handle)
+        except RetryLater:
+            raise
+        except _LeaseLost:
+            logger.warning("lease lost during the model call; writing nothing more")
+        except Exception:  # noqa: BLE001 - whatever it is, the job must not stay Running
+            # Not a provider's answer: storage, a secret, the provider client, a prompt, a bug.
+            logger.exception("the worker failed while running the job; handing it back")
+            metrics.add_metric(name="WorkerErrors", unit="Count", value=1)
+            await self._checkpoint_answer(run)
+            await self._retry_or_exhaust(run, receipt_handle, provider_hint=None)
+
+    async def _checkpoint_answer(self, run: _Run) -> None:
+        """Store a received answer that the failed run did not get to store (best effort)."""
+        if run.unsaved is None:
+            return
+        result, location = run.unsaved
+        try:
+            await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
+        except Exception:  # noqa: BLE001 - storage still failing: the answer is lost, the job is not
+            logger.warning("the model's answer could not be stored; the next claim asks again")
+
+    async def _run_claimed(self, run: _Run, receipt_handle: str) -> None:
+        job = run.job
+        await self._renew_input_of_old_job(job)
+        if await self._adopt_earlier_result(run):
+            return
+        job_input = await self._io(self._deps.payloads.get_input, job.job_id, job.input_location)
         if job_input is None:
             await self._fail(run, "input_missing")
             return
-        template = template_for_version(run.job.operation, run.job.prompt_version)
+        template = template_for_version(job.operation, job.prompt_version)
         request = CompletionRequest(
-            model=run.job.model,
+            model=job.model,
             messages=template.render(job_input.text, job_input.labels),
             max_output_tokens=job_input.max_output_tokens,
         )
@@ -153,10 +213,32 @@ class JobWorker:
             await self._cancel(run)
         except _ReleaseNeeded:
             await self._release(run, receipt_handle)
-        except _LeaseLost:
-            logger.warning("lease lost during the model call; writing nothing more")
         else:
             await self._succeed(run, completion, job_input.labels)
+
+    async def _renew_input_of_old_job(self, job: JobRecord) -> None:
+        retention = self._settings.input_retention_hours
+        now = self._now()
+        if input_needs_renewal(job, now, retention):
+            await self._io(
+                self._deps.payloads.set_input_expiry,
+                job.job_id,
+                job.input_location,
+                input_expiry(now, retention),
+            )
+
+    async def _adopt_earlier_result(self, run: _Run) -> bool:
+        """Finish the job with a result an earlier claim stored but never recorded; True if so."""
+        if run.job.attempts <= 1 and run.job.redrive_count == 0:
+            return False  # the first claim of this run of the job: nobody wrote a result before
+        found = await self._io(self._deps.payloads.find_result, run.job.job_id)
+        if found is None:
+            return False
+        location, adopted = found
+        logger.info("result adopted from an earlier claim")
+        run.usage = adopted.usage
+        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
+        return True
 
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
@@ -196,11 +278,17 @@ class JobWorker:
     async def _succeed(self, run: _Run, completion: Completion, labels: tuple[str, ...] | None) -> None:
         output = _normalize_label(completion.text, labels)
         location: BlobLocation = "s3" if len(output.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
-        # The result first: a crash before the status write costs one more model call, never a
-        # Succeeded job without a result.
-        result = JobResult(job_id=run.job.job_id, output=output)
-        await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
-        run.usage = completion.usage
+        # The result first, with its usage: a crash after it costs no second model call (the next
+        # claim adopts it), and a crash before it never leaves a Succeeded job without a result.
+        result = JobResult(job_id=run.job.job_id, output=output, usage=completion.usage)
+        run.unsaved = (result, location)
+        stored = await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
+        run.unsaved = None
+        if stored != result:
+            # A claim that lost its lease wrote its answer first. Results are write-once, so its
+            # output stands, and the job counts both calls' tokens: both were spent.
+            logger.info("result adopted from an earlier claim")
+        run.usage = _sum(stored.usage, completion.usage) if stored != result else completion.usage
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
 
     async def _fail(self, run: _Run, code: str) -> None:
@@ -222,6 +310,14 @@ class JobWorker:
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             target, error, result_location = JobStatus.CANCELED, None, None
         now = self._now()
+        # The input's final expiry before the terminal write (shared.retention): if it fails, the
+        # job is handed back unfinished, and its next writer sets it.
+        await self._io(
+            self._deps.payloads.set_input_expiry,
+            run.job.job_id,
+            run.job.input_location,
+            input_expiry(now, self._settings.input_retention_hours),
+        )
         transition = Transition(
             job_id=run.job.job_id,
             source=run.job.status,
@@ -240,10 +336,6 @@ class JobWorker:
             else:
                 logger.warning("terminal write lost; another writer owns the job")
             return
-        retention = timedelta(hours=self._settings.input_retention_hours)
-        await self._io(
-            self._deps.payloads.set_input_expiry, run.job.job_id, run.job.input_location, now + retention
-        )
         metrics.add_metric(name=f"Jobs{run.job.status.value}", unit="Count", value=1)
         logger.info(
             "job finished",
@@ -251,7 +343,7 @@ class JobWorker:
         )
 
     async def _retry_or_exhaust(self, run: _Run, receipt_handle: str, provider_hint: float | None) -> None:
-        if run.job.attempts >= run.job.max_attempts:
+        if run.job.stalls >= run.job.max_attempts:
             await self._fail(run, "retries_exhausted")
             return
         delay = backoff_seconds(
@@ -265,7 +357,7 @@ class JobWorker:
 
     async def _release(self, run: _Run, receipt_handle: str) -> None:
         """Near the Lambda timeout: hand the job back (never fail it) unless attempts are spent."""
-        if run.job.attempts >= run.job.max_attempts:
+        if run.job.stalls >= run.job.max_attempts:
             await self._fail(run, "retries_exhausted")
             return
         await self._back_to_pending(run, receipt_handle, 1)
@@ -292,11 +384,17 @@ class JobWorker:
                 await self._cancel(run)
             return
         # The worker dispatches what it put back to Pending: its own message, hidden until due.
-        await self._io(self._deps.queue.change_visibility, receipt_handle, delay)
+        await self._io(self._deps.queues[run.lane].change_visibility, receipt_handle, delay)
         logger.info("job will retry", extra={"delay_seconds": delay, "attempt": run.job.attempts})
         raise RetryLater
 
     async def _finish_pending_exhausted(self, job: JobRecord, now: datetime) -> None:
+        await self._io(
+            self._deps.payloads.set_input_expiry,
+            job.job_id,
+            job.input_location,
+            input_expiry(now, self._settings.input_retention_hours),
+        )
         transition = Transition(
             job_id=job.job_id,
             source=JobStatus.PENDING,
@@ -308,6 +406,15 @@ class JobWorker:
             await self._io(self._deps.repository.transition, transition)
         except TransitionConflictError:
             logger.info("exhausted job moved on before it could be failed")
+
+
+def _sum(first: Usage | None, second: Usage | None) -> Usage | None:
+    if first is None or second is None:
+        return first or second
+    return Usage(
+        input_tokens=first.input_tokens + second.input_tokens,
+        output_tokens=first.output_tokens + second.output_tokens,
+    )
 
 
 def _cancel_won(conflict: TransitionConflictError, run: _Run) -> bool:

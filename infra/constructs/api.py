@@ -162,9 +162,13 @@ class Api(Construct):
                 description="outlast status: status, result, list and cancel",
             ),
         )
-        # Reads (GetItem), the owner's list (Query on the list index), cancellation (UpdateItem).
+        # Reads (GetItem), the owner's list (Query on the list index, then BatchGetItem of the jobs it
+        # found), cancellation (UpdateItem).
         grants.grant_table(
-            storage.jobs_table, function, ["GetItem", "Query", "UpdateItem"], indexes=[r.LIST_INDEX]
+            storage.jobs_table,
+            function,
+            ["GetItem", "BatchGetItem", "Query", "UpdateItem"],
+            indexes=[r.LIST_INDEX],
         )
         grants.grant_objects(storage.payload_bucket, function, ["GetObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, function)

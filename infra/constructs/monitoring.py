@@ -85,6 +85,17 @@ class Monitoring(Construct):
                 Runbook.DLQ_NOT_EMPTY,
             ),
             AlarmSpec(
+                "IsolationDlqNotEmpty",
+                outbox.isolation_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Messages are in the isolation DLQ: jobs that kept crashing the worker even one at a time "
+                "and whose message outlived the crash accounting, or poison sent to the isolation queue.",
+                "Inspect them with `outlast dlq list --queue isolation`, then redrive or purge.",
+                Runbook.ISOLATION_DLQ_NOT_EMPTY,
+            ),
+            AlarmSpec(
                 "OldestMessageAge",
                 outbox.jobs_queue.metric_approximate_age_of_oldest_message(
                     period=_FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
@@ -191,7 +202,13 @@ class Monitoring(Construct):
         self, api: Api, outbox: Outbox, functions: Mapping[FunctionName, lambda_.IFunction]
     ) -> cloudwatch.Dashboard:
         http_api = api.http_api
-        queues = (outbox.jobs_queue, outbox.dead_letter_queue, outbox.relay_failures)
+        queues = (
+            outbox.jobs_queue,
+            outbox.dead_letter_queue,
+            outbox.isolation_queue,
+            outbox.isolation_dead_letter_queue,
+            outbox.relay_failures,
+        )
         dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
         dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24, height=4)

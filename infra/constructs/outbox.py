@@ -1,4 +1,4 @@
-"""The outbox: from a committed job item to a message on the jobs queue.
+"""The outbox: from a committed job item to a message on the jobs queue (and the queues beside it).
 
 The jobs table's stream is the outbox. The relay reads only INSERTs of job items (an event
 source filter, so other records never invoke it), and sends each job id to the jobs queue.
@@ -26,7 +26,14 @@ from infra.config import (
 from infra.constructs.storage import Storage
 from infra.environment import relay_environment
 from infra.function_factory import FunctionFactory, FunctionSpec
-from infra.names import JOBS_DLQ, JOBS_QUEUE, RELAY_FAILURE_QUEUE, FunctionName
+from infra.names import (
+    ISOLATION_DLQ,
+    ISOLATION_QUEUE,
+    JOBS_DLQ,
+    JOBS_QUEUE,
+    RELAY_FAILURE_QUEUE,
+    FunctionName,
+)
 from infra.packaging import API_LAYER
 from shared import resources as r
 
@@ -57,7 +64,7 @@ def secure_queue(
 
 
 class Outbox(Construct):
-    """Jobs queue + DLQ, the relay, its stream mapping and its failure queue."""
+    """Jobs queue + DLQ, isolation queue + DLQ, the relay, its stream mapping and its failure queue."""
 
     def __init__(
         self,
@@ -78,6 +85,20 @@ class Outbox(Construct):
             visibility_timeout=Duration.seconds(config.jobs_queue_visibility_seconds),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=config.dlq_max_receive_count
+            ),
+        )
+        # Crash isolation (DESIGN.md, "Lifecycle"): a job whose batch crashed a worker runs from
+        # this queue, one per invocation, so it can only ever take itself down. Its own DLQ keeps
+        # such jobs apart from the shared queue's poison for on-call.
+        self.isolation_dead_letter_queue = secure_queue(
+            self, ISOLATION_DLQ, retention_period=Duration.days(DLQ_RETENTION_DAYS)
+        )
+        self.isolation_queue = secure_queue(
+            self,
+            ISOLATION_QUEUE,
+            visibility_timeout=Duration.seconds(config.jobs_queue_visibility_seconds),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.isolation_dead_letter_queue, max_receive_count=config.dlq_max_receive_count
             ),
         )
         self.relay_failures = secure_queue(

@@ -1,8 +1,9 @@
 """The sweeper: on a schedule, recovers lost dispatches, expired leases and stuck cancellations.
 
 It reads the sparse, sharded sweeper index (never a scan), makes conditional updates, and re-sends
-recovered jobs to the jobs queue. A failed run is not retried: the next scheduled run sweeps the
-same index, and overlapping runs are harmless because every recovery is a conditional write.
+recovered jobs to the jobs queue (isolated jobs to the isolation queue). A failed run is not
+retried: the next scheduled run sweeps the same index, and overlapping runs are harmless because
+every recovery is a conditional write.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Sweeper(Construct):
                     jobs_table=storage.jobs_table.table_name,
                     bucket=storage.payload_bucket.bucket_name,
                     jobs_queue_url=outbox.jobs_queue.queue_url,
+                    isolation_queue_url=outbox.isolation_queue.queue_url,
                 ),
                 # Shorter than the default schedule's period, so runs rarely overlap.
                 timeout=Duration.seconds(55),
@@ -59,6 +61,7 @@ class Sweeper(Construct):
             storage.jobs_table, self.function, ["Query", "GetItem", "UpdateItem"], indexes=[r.SWEEP_INDEX]
         )
         grants.grant_send(outbox.jobs_queue, self.function)
+        grants.grant_send(outbox.isolation_queue, self.function)
         self.rule = events.Rule(
             self,
             SWEEP_RULE,

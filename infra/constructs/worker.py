@@ -1,9 +1,10 @@
 """The worker: claims jobs from the jobs queue, calls the model, writes the terminal state.
 
 Batches of up to 10 messages after a 2 s batching window, run concurrently inside one invocation,
-partial failures reported per message. The event source's maximum concurrency caps how many
-invocations call the provider at once: it protects the provider's rate limit, and keeps Lambda
-from throttling the queue's pollers.
+partial failures reported per message. A second trigger, on the isolation queue, hands the same
+code one job per invocation (crash isolation, DESIGN.md "Lifecycle"). The event source's maximum
+concurrency caps how many invocations call the provider at once: it protects the provider's rate
+limit, and keeps Lambda from throttling the queue's pollers.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class Worker(Construct):
                     bucket=storage.payload_bucket.bucket_name,
                     jobs_queue_url=outbox.jobs_queue.queue_url,
                     dlq_url=outbox.dead_letter_queue.queue_url,
+                    isolation_queue_url=outbox.isolation_queue.queue_url,
+                    isolation_queue_arn=outbox.isolation_queue.queue_arn,
+                    isolation_dlq_url=outbox.isolation_dead_letter_queue.queue_url,
                     openai_secret_arn=self.openai_secret.secret_arn,
                 ),
                 timeout=Duration.seconds(config.worker_timeout_seconds),
@@ -72,10 +76,13 @@ class Worker(Construct):
         grants.grant_objects(storage.payload_bucket, self.function, ["GetObject"], [r.INPUT_PREFIX])
         grants.grant_objects(storage.payload_bucket, self.function, ["PutObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, self.function)
-        # The event source grants receive/delete; visibility changes are the worker's backoff, so say so.
+        # The event sources grant receive/delete; visibility changes are the worker's backoff, so say so.
         outbox.jobs_queue.grant(self.function, "sqs:ChangeMessageVisibility")
-        # Poison messages are moved to the DLQ by the worker itself (DESIGN.md, "Delivery and execution").
+        outbox.isolation_queue.grant(self.function, "sqs:ChangeMessageVisibility")
+        # Poison messages are moved to their queue's DLQ by the worker itself (DESIGN.md, "Delivery
+        # and execution").
         grants.grant_send(outbox.dead_letter_queue, self.function)
+        grants.grant_send(outbox.isolation_dead_letter_queue, self.function)
         grants.grant_secret_value(self.openai_secret, self.function)
         self.function.add_event_source(
             sources.SqsEventSource(
@@ -84,6 +91,16 @@ class Worker(Construct):
                 max_batching_window=Duration.seconds(WORKER_BATCH_WINDOW_SECONDS),
                 report_batch_item_failures=True,
                 max_concurrency=config.worker_max_concurrency,
+            )
+        )
+        # The isolation lane: one job per invocation, so a crash is charged to the job that caused
+        # it (its claim records `solo`). No batching window: a batch of one waits for nobody.
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                outbox.isolation_queue,
+                batch_size=1,
+                report_batch_item_failures=True,
+                max_concurrency=config.isolation_max_concurrency,
             )
         )
         nag.acknowledge(

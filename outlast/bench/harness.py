@@ -29,7 +29,7 @@ from typing import Any, TextIO, cast
 
 import boto3
 
-from infra.names import JOBS_TABLE, FunctionName
+from infra.names import JOBS_QUEUE, JOBS_TABLE, OUTBOX, FunctionName
 from outlast.bench.events import BenchContext, status_event, submit_event
 from outlast.bench.meter import LogCounter, Meter
 from outlast.local import event_sources
@@ -234,7 +234,9 @@ class Harness:
                     batch_size=int(properties.get("BatchSize", 100)),
                     filters=filters,
                 )
-            elif ":sqs:" in source_arn:
+            elif ":sqs:" in source_arn and _is_jobs_queue(resource.properties):
+                # The jobs queue's trigger; the isolation queue's (one job per invocation after a
+                # crash) never sees a benchmark job.
                 self.jobs_queue_url = self._queue_url(source_arn)
                 self.worker_batch_size = int(properties.get("BatchSize", 10))
                 self.worker_source = SqsSource(
@@ -377,3 +379,10 @@ def max_overlap(calls: list[dict[str, Any]]) -> int:
         current += step
         best = max(best, current)
     return best
+
+
+def _is_jobs_queue(mapping_properties: dict[str, Any]) -> bool:
+    """True for the mapping whose source is the jobs queue (`{"Fn::GetAtt": [logical id, "Arn"]}`)."""
+    source = mapping_properties.get("EventSourceArn", {})
+    logical_id = str(source.get("Fn::GetAtt", [""])[0]) if isinstance(source, dict) else ""
+    return logical_id.startswith(OUTBOX + JOBS_QUEUE)

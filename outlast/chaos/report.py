@@ -30,7 +30,8 @@ class KindRow:
 
 @dataclass
 class ChaosReport:
-    """Everything a run found; `ok` is False on any loss, duplicate, leak or violation."""
+    """Everything a run found; `ok` is False on any loss, duplicate, leak, violation, or a job that
+    failed for another job's fault."""
 
     run_id: str
     seed: int
@@ -43,6 +44,9 @@ class ChaosReport:
     leaks: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)  # outcomes a crash can explain; not failures
+    # Jobs that ended Failed though nothing injected into them fails a job: another job's crash,
+    # say (DESIGN.md, "Lifecycle": crash isolation). Must be empty.
+    blameless_failures: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)  # submits the clients gave up retrying
     unexplained_calls: list[str] = field(default_factory=list)  # calls a fault does not explain
     job_messages_on_dlq: list[str] = field(default_factory=list)  # messages of real jobs on the DLQ
@@ -52,7 +56,7 @@ class ChaosReport:
     baseline: float = 0.0
     rows: list[KindRow] = field(default_factory=list)
     collateral_jobs: int = 0
-    collateral_extra: float = 0.0
+    collateral_extra: float = 0.0  # per job in a crashed batch: the model calls crash isolation cost
     probes: int = 0
     poison_sent: int = 0
     poison_parked: dict[str, int] = field(default_factory=dict)
@@ -63,6 +67,11 @@ class ChaosReport:
     jobs: list[dict[str, Any]] = field(default_factory=list)  # per job, for --json-out only
 
     @property
+    def isolation_extra_calls(self) -> float:
+        """The model calls crash isolation cost: the extra calls of every job in a crashed batch."""
+        return self.collateral_extra * self.collateral_jobs
+
+    @property
     def calls_per_succeeded(self) -> float:
         """Every model call of the run per Succeeded job."""
         return self.calls / self.succeeded if self.succeeded else 0.0
@@ -70,12 +79,13 @@ class ChaosReport:
     @property
     def ok(self) -> bool:
         """True when nothing was lost, duplicated or leaked, and no invariant broke."""
-        return not (self.lost or self.duplicates or self.leaks or self.violations)
+        return not (self.lost or self.duplicates or self.leaks or self.violations or self.blameless_failures)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (`--json-out`)."""
         data = asdict(self)
         data["calls_per_succeeded"] = round(self.calls_per_succeeded, 3)
+        data["isolation_extra_calls"] = round(self.isolation_extra_calls, 3)
         data["ok"] = self.ok
         for row, raw in zip(self.rows, data["rows"], strict=True):
             raw["calls_per_job"] = round(row.calls_per_job, 3)
@@ -149,12 +159,14 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("duplicate jobs", _must_be_zero(report.duplicates)),
         ("cross-owner reads that leaked", _must_be_zero(report.leaks) + f"  [{report.probes} probes]"),
         ("invariant violations", _must_be_zero(report.violations)),
+        ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
         ("model calls per Succeeded job", f"{report.calls_per_succeeded:.2f}  ({report.calls} calls)"),
         ("no-fault baseline calls per job", f"{report.baseline:.2f}"),
         ("jobs with model calls no fault explains", f"{len(report.unexplained_calls)}  (should be 0)"),
         (
             "jobs in a batch a worker died with",
-            f"{report.collateral_jobs}  (extra calls/job {report.collateral_extra:+.2f})",
+            f"{report.collateral_jobs}  (isolated, then run alone: extra calls/job "
+            f"{report.collateral_extra:+.2f}, {report.isolation_extra_calls:+.0f} in all)",
         ),
         ("process faults fired (shim)", str(fired)),
         ("poison messages parked", f"{parked} of {report.poison_sent}  ({reasons or 'none'})"),
@@ -183,6 +195,7 @@ def render(report: ChaosReport) -> str:
         ("duplicates", report.duplicates),
         ("leaks", report.leaks),
         ("violations", report.violations),
+        ("jobs failed without a fault of their own", report.blameless_failures),
         ("unexpected outcomes", report.unexpected),
         ("model calls no fault explains", report.unexplained_calls),
         ("submits the clients gave up on", report.abandoned),

@@ -80,6 +80,7 @@ class Verifier:
         self.accepted = [run for run in driver.runs if run.job_id is not None]
         self.observed: dict[str, Observed] = {}
         self.collateral: set[str] = set()
+        self.crashed_batches: Counter[str] = Counter()  # job id -> worker deaths it shared a batch with
         self.fired: dict[str, set[str]] = defaultdict(set)
 
     def verify(self) -> ChaosReport:
@@ -92,6 +93,7 @@ class Verifier:
             if run.refused is not None
         ]
         self._read_jobs()
+        self._read_events()
         self._check_terminal()
         self._check_cancels()
         self._check_calls()
@@ -99,7 +101,6 @@ class Verifier:
         self._check_leaks()
         self._check_poison()
         self._check_queues()
-        self._read_events()
         self._check_replays()
         self._count()
         return report
@@ -198,11 +199,14 @@ class Verifier:
                 )
 
     def _check_calls(self) -> None:
+        """At most one call per claim, and at most MAX_ATTEMPTS claims of a job's own, plus one per
+        crashed batch it was in (such a claim is given back: crash isolation)."""
         for job_id, seen in self.observed.items():
             if seen.document is None:
                 continue
             attempts = seen.document["attempts"]
-            if len(seen.calls) > max(attempts, 0) or len(seen.calls) > MAX_ATTEMPTS:
+            allowed = MAX_ATTEMPTS + self.crashed_batches[job_id]
+            if len(seen.calls) > max(attempts, 0) or len(seen.calls) > allowed:
                 self.report.violations.append(
                     f"{job_id} ({seen.run.fault}): {len(seen.calls)} model calls for {attempts} attempts"
                 )
@@ -322,25 +326,30 @@ class Verifier:
         """A job's own message on the DLQ as poison is a bug; moved there by redrive, worth knowing."""
         target, sqs = self.driver.target, self.driver.sqs
         ours = {job_id for run in self.accepted for job_id in run.job_ids}
-        dlq = target.queue_url("OutboxJobsDlq")
+        for name in ("OutboxJobsDlq", "OutboxIsolationDlq"):
+            self._check_dlq(target.queue_url(name), name, ours)
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=target.queue_url("OutboxRelayFailures"), AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        self.report.relay_batches_given_up = int(attributes.get("ApproximateNumberOfMessages", 0))
+
+    def _check_dlq(self, url: str, name: str, ours: set[str]) -> None:
         for _ in range(100):  # at most 1,000 messages: far more than a run parks
-            messages = sqs.receive_message(
-                QueueUrl=dlq, MaxNumberOfMessages=10, VisibilityTimeout=300, MessageAttributeNames=["All"]
+            messages = self.driver.sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=300, MessageAttributeNames=["All"]
             ).get("Messages", [])
             if not messages:
-                break
+                return
             for message in messages:
                 job_id = _job_id_of(message.get("Body", ""))
                 if job_id not in ours:
                     continue
                 reason = message.get("MessageAttributes", {}).get("reason", {}).get("StringValue")
-                self.report.job_messages_on_dlq.append(f"{job_id}: {reason or 'moved by the redrive policy'}")
+                self.report.job_messages_on_dlq.append(
+                    f"{job_id} ({name}): {reason or 'moved by the redrive policy'}"
+                )
                 if reason is not None:
-                    self.report.violations.append(f"{job_id}: its message was parked on the DLQ as {reason}")
-        attributes = sqs.get_queue_attributes(
-            QueueUrl=target.queue_url("OutboxRelayFailures"), AttributeNames=["ApproximateNumberOfMessages"]
-        )["Attributes"]
-        self.report.relay_batches_given_up = int(attributes.get("ApproximateNumberOfMessages", 0))
+                    self.report.violations.append(f"{job_id}: its message was parked on {name} as {reason}")
 
     def _read_events(self) -> None:
         chaos = self.driver.target.chaos
@@ -354,7 +363,9 @@ class Verifier:
             kind = str(event.get("kind"))
             self.fired[kind].add(job_id)
             if kind.startswith("worker_death"):
-                self.collateral.update(other for other in event.get("batch", []) if other != job_id)
+                others = [other for other in event.get("batch", []) if other != job_id]
+                self.collateral.update(others)
+                self.crashed_batches.update(others)
         self.collateral &= ours
         self.report.faults_fired = {kind: len(jobs) for kind, jobs in sorted(self.fired.items())}
 
@@ -445,7 +456,11 @@ class Verifier:
                     error = s.document["error"] if s.document else None
                     code = f" ({error['code']})" if error else ""
                     crash = ", in a batch a worker died with" if s.run.job_id in self.collateral else ""
-                    report.unexpected.append(f"{s.run.job_id} ({fault}): {s.status}{code}{crash}")
+                    line = f"{s.run.job_id} ({fault}): {s.status}{code}{crash}"
+                    if s.status == "Failed":
+                        report.blameless_failures.append(line)
+                    else:
+                        report.unexpected.append(line)
         collateral = [s for s in observed if s.run.job_id in self.collateral]
         report.collateral_jobs = len(collateral)
         if collateral:

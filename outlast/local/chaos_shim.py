@@ -174,8 +174,8 @@ def _patch_worker(injector: Injector) -> None:
     from functions.worker.service import JobWorker  # noqa: PLC0415 - the function's own code
 
     def claim(original: Any) -> Any:
-        async def _claim(self: Any, job: Any, receipt_handle: str) -> Any:
-            run = await original(self, job, receipt_handle)
+        async def _claim(self: Any, *args: Any) -> Any:
+            run = await original(self, *args)
             if run is not None:
                 injector.die_if(ProcessFault.WORKER_DEATH_AFTER_CLAIM, str(run.job.job_id))
             return run

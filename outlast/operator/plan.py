@@ -42,13 +42,14 @@ from shared.ports import Transition
 # Failures a re-run can fix by itself: the provider kept failing transiently until the attempts ran
 # out. Every other code needs --force: a terminal provider answer (content_policy,
 # context_length_exceeded, invalid_input, provider_auth) repeats unless its cause was fixed (a new
-# key for provider_auth), and input_missing repeats unless the input was restored.
+# key for provider_auth), input_missing repeats unless the input was restored, and worker_crashed
+# (the job took down every worker it ran on alone) repeats unless the worker was fixed.
 REDRIVABLE_ERROR_CODES = frozenset({"retries_exhausted"})
 TERMINAL_ERROR_CODES = frozenset(
     {"content_policy", "context_length_exceeded", "invalid_input", "provider_auth"}
 )
 # Every job error code (DESIGN.md, "HTTP contract"): what `--error-code` accepts.
-JOB_ERROR_CODES = REDRIVABLE_ERROR_CODES | TERMINAL_ERROR_CODES | {"input_missing"}
+JOB_ERROR_CODES = REDRIVABLE_ERROR_CODES | TERMINAL_ERROR_CODES | {"input_missing", "worker_crashed"}
 
 # The dispatch grace the CDK app deploys by default (DESIGN.md, "Delivery and execution").
 DEFAULT_DISPATCH_GRACE_SECONDS = 900

@@ -13,7 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from shared import resources as r
 from shared.clock import epoch_seconds, from_iso, to_iso
 from shared.contract import Operation
-from shared.job import IdempotencyRecord, JobError, JobRecord, JobSummary, Usage
+from shared.job import IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 
 _serializer = TypeSerializer()
@@ -93,6 +93,13 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         "leaseToken": job.lease_token,
         "leaseExpiresAt": _optional_iso(job.lease_expires_at),
         "resultLocation": job.result_location,
+        r.WRITE_KIND_ATTRIBUTE: "submit",
+        "revision": job.revision,
+        # Absent until they matter: every byte of the item is paid for again on each write.
+        "stalls": job.stalls or None,
+        "crashes": job.crashes or None,
+        "solo": True if job.solo else None,
+        "isolated": True if job.isolated else None,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -124,15 +131,12 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "updated_at": from_iso(values["updatedAt"]),
         "expires_at": from_iso(values["expiresAt"]),
         "attempts": values.get("attempts", 0),
+        "crashes": values.get("crashes", 0),
+        "revision": values.get("revision", 0),
         "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
         "error": error,
         "usage": usage,
     }
-
-
-def summary_from_item(item: Mapping[str, Any]) -> JobSummary:
-    """A list-index item (only the projected attributes) as a JobSummary."""
-    return JobSummary(**_summary_fields(deserialize(item)))
 
 
 def job_from_item(item: Mapping[str, Any]) -> JobRecord:
@@ -153,6 +157,9 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         lease_expires_at=_optional_time(values.get("leaseExpiresAt")),
         redrive_count=values.get("redriveCount", 0),
         result_location=values.get("resultLocation"),
+        stalls=values.get("stalls", 0),
+        solo=bool(values.get("solo", False)),
+        isolated=bool(values.get("isolated", False)),
     )
 
 

@@ -17,20 +17,20 @@ from shared.adapters.dynamo_items import (
     job_key,
     job_to_item,
     serialize,
-    summary_from_item,
     sweep_shard,
 )
 from shared.adapters.update_builder import UpdateBuilder
 from shared.clock import epoch_seconds, to_iso
 from shared.cursor import ListPosition
-from shared.job import IdempotencyRecord, JobRecord
+from shared.job import IdempotencyRecord, JobRecord, JobSummary
 from shared.lifecycle import TERMINAL, JobStatus, check_transition
-from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError
+from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError, WriteKind
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+_BATCH_GET_LIMIT = 100
 _LEASE_STATUSES = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
 
 
@@ -87,6 +87,22 @@ class DynamoJobRepository:
         record = idempotency_from_item(item)
         return None if record.expires_at < now else record
 
+    def release_idempotency_claim(self, record: IdempotencyRecord) -> None:
+        """One conditional DeleteItem: gone only while it still names this submit's job."""
+        try:
+            with storage_errors():
+                self._client.delete_item(
+                    TableName=self._idempotency_table,
+                    Key=idempotency_key(record.scope_hash),
+                    ConditionExpression="#jobId = :jobId",
+                    ExpressionAttributeNames={"#jobId": "jobId"},
+                    ExpressionAttributeValues={":jobId": {"S": record.job_id}},
+                )
+        except ClientError as error:
+            # Already gone (TTL), or another submit's claim by now: nothing of ours is left.
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """Write the job item unless it exists; its INSERT on the stream is what starts the work."""
         try:
@@ -115,25 +131,20 @@ class DynamoJobRepository:
     def list_jobs(
         self, owner_key: str, status: JobStatus | None, limit: int, after: ListPosition | None, now: datetime
     ) -> JobPageSlice:
-        """Newest first from the owner's partition of the list index; expired jobs filtered out.
+        """Newest first: `limit` unexpired entries of the owner's partition of the list index, then
+        the jobs they name, read eventually consistent in one BatchGetItem and filtered by status.
 
-        `limit` bounds the items read, so a page can come back short (or empty) while there is
-        more: the filter runs after the read, as DynamoDB defines it.
+        The index projects only what never changes, so no write after the submit costs an index
+        write; a page can therefore come back short (or empty) while there is more, as a
+        FilterExpression's page can.
         """
-        names = {"#owner": r.LIST_INDEX_PARTITION, "#expiresAt": "expiresAt"}
-        values: dict[str, Any] = {":owner": owner_key, ":now": to_iso(now)}
-        filters = ["#expiresAt > :now"]
-        if status is not None:
-            names["#status"] = "status"
-            values[":status"] = status.value
-            filters.append("#status = :status")
         arguments: dict[str, Any] = {
             "TableName": self._jobs_table,
             "IndexName": r.LIST_INDEX,
             "KeyConditionExpression": "#owner = :owner",
-            "FilterExpression": " AND ".join(filters),
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": serialize(values),
+            "FilterExpression": "#expiresAt > :now",
+            "ExpressionAttributeNames": {"#owner": r.LIST_INDEX_PARTITION, "#expiresAt": "expiresAt"},
+            "ExpressionAttributeValues": serialize({":owner": owner_key, ":now": to_iso(now)}),
             "ScanIndexForward": False,
             "Limit": limit,
         }
@@ -157,9 +168,30 @@ class DynamoJobRepository:
             if last
             else None
         )
-        return JobPageSlice(
-            items=[summary_from_item(i) for i in response.get("Items", [])], next_position=next_position
-        )
+        found = [item[r.PARTITION_KEY]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
+        jobs = self._read_jobs(found)
+        items: list[JobSummary] = [
+            job
+            for job in (jobs.get(job_id) for job_id in found)
+            if job is not None and (status is None or job.status is status)
+        ]
+        return JobPageSlice(items=items, next_position=next_position)
+
+    def _read_jobs(self, job_ids: list[str]) -> dict[str, JobRecord]:
+        """The jobs, by id, in BatchGetItems of at most 100 keys (eventually consistent: the list may
+        lag a write by a moment, single-job reads never do); a job gone meanwhile is left out."""
+        jobs: dict[str, JobRecord] = {}
+        for start in range(0, len(job_ids), _BATCH_GET_LIMIT):
+            keys = [job_key(job_id) for job_id in job_ids[start : start + _BATCH_GET_LIMIT]]
+            request: Any = {self._jobs_table: {"Keys": keys}}
+            while request:
+                with storage_errors():
+                    response = self._client.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._jobs_table, []):
+                    job = job_from_item(item)
+                    jobs[job.job_id] = job
+                request = response.get("UnprocessedKeys") or None
+        return jobs
 
     def transition(self, transition: Transition) -> JobRecord:
         """One conditional UpdateItem: the lifecycle edge, the lease, and the index keys together."""
@@ -195,6 +227,7 @@ class DynamoJobRepository:
         update.require(f"{status} IN ({running}, {requested})")
         update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
         update.set("leaseExpiresAt", to_iso(lease.expires_at))
+        _stamp(update, WriteKind.HEARTBEAT)
         return self._conditional_update(job_id, update)
 
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
@@ -204,6 +237,7 @@ class DynamoJobRepository:
         update.require(f"{update.name('dispatchAt')} = {update.value(to_iso(job.dispatch_at))}")
         update.set("dispatchAt", to_iso(now)).set("updatedAt", to_iso(now))
         update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(job.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
+        _stamp(update, WriteKind.BUMP)
         return self._conditional_update(job.job_id, update)
 
     def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
@@ -213,6 +247,7 @@ class DynamoJobRepository:
         if job.lease_token is not None:
             update.require(f"{update.name('leaseToken')} = {update.value(job.lease_token)}")
         update.set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
+        _stamp(update, WriteKind.DEFER)
         self._conditional_update(job.job_id, update)
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
@@ -246,11 +281,17 @@ class DynamoJobRepository:
         return job_from_item(response["Attributes"])
 
 
+def _stamp(update: UpdateBuilder, kind: WriteKind) -> None:
+    """Every job write says what kind it is and moves the revision on (DESIGN.md, "Live updates")."""
+    update.set(r.WRITE_KIND_ATTRIBUTE, kind.value).add("revision", 1)
+
+
 def _transition_update(t: Transition) -> UpdateBuilder:
     update = UpdateBuilder()
     status = update.name("status")
     update.require(f"{status} = {update.value(t.source.value)}")
     update.set("status", t.target.value).set("updatedAt", to_iso(t.now))
+    _stamp(update, t.kind)
     if t.lease_token is not None:
         update.require(f"{update.name('leaseToken')} = {update.value(t.lease_token)}")
     if t.require_due:
@@ -261,21 +302,53 @@ def _transition_update(t: Transition) -> UpdateBuilder:
             f"attribute_not_exists({lease_expires}) OR {lease_expires} <= {update.value(to_iso(t.now))}"
         )
     if t.count_attempt:
-        attempts = update.name("attempts")
-        update.require(f"{attempts} < {update.name('maxAttempts')}")
-        update.set_expression("attempts", f"{attempts} + {update.value(1)}")
+        _count_claim(update, t)
     if t.renew_attempts:
-        update.set("attempts", 0).set_expression(
-            "redriveCount",
-            f"if_not_exists({update.name('redriveCount')}, {update.value(0)}) + {update.value(1)}",
-        )
-        update.remove("errorCode", "errorMessage", "resultLocation")
+        _renew(update)
+    else:
+        _lease_accounting(update, t)
     if t.new_lease is not None:
         update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
     elif t.target not in _LEASE_STATUSES:
         update.remove("leaseToken", "leaseExpiresAt")
     _set_index_and_fields(update, t)
     return update
+
+
+def _count_claim(update: UpdateBuilder, t: Transition) -> None:
+    """attempts + 1 and stalls + 1 while stalls < maxAttempts (stalls is absent until the first claim)."""
+    attempts, stalls = update.name("attempts"), update.name("stalls")
+    update.require(f"attribute_not_exists({stalls}) OR {stalls} < {update.name('maxAttempts')}")
+    update.set_expression("attempts", f"{attempts} + {update.value(1)}")
+    update.set_expression("stalls", f"if_not_exists({stalls}, {update.value(0)}) + {update.value(1)}")
+    if t.solo:
+        update.set("solo", True)
+    else:
+        update.remove("solo")
+    if t.require_not_isolated:
+        update.require(f"attribute_not_exists({update.name('isolated')})")
+
+
+def _renew(update: UpdateBuilder) -> None:
+    """An operator redrive starts the job over: its budgets, its crash record and its isolation."""
+    update.set("attempts", 0).set("stalls", 0).set("crashes", 0).set_expression(
+        "redriveCount",
+        f"if_not_exists({update.name('redriveCount')}, {update.value(0)}) + {update.value(1)}",
+    )
+    update.remove("errorCode", "errorMessage", "resultLocation", "isolated", "solo")
+
+
+def _lease_accounting(update: UpdateBuilder, t: Transition) -> None:
+    """What an expired lease changes (shared.leases)."""
+    if t.isolate:
+        update.set("isolated", True)
+    if t.count_crash:
+        update.add("crashes", 1)
+    if t.refund_stall:
+        # Only the sweeper refunds, under the expired lease of a claim that counted one, so
+        # stalls is at least 1 here.
+        stalls = update.name("stalls")
+        update.set_expression("stalls", f"{stalls} - {update.value(1)}")
 
 
 def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:

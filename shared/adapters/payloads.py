@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +15,7 @@ from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import INPUT_SORT_VALUE, RESULT_SORT_VALUE, deserialize, job_pk, serialize
 from shared.clock import epoch_seconds
+from shared.errors import StorageUnavailableError
 from shared.job import BlobLocation, JobInput, JobResult
 
 if TYPE_CHECKING:
@@ -23,6 +25,11 @@ if TYPE_CHECKING:
 _BODY = "body"
 # What DynamoDB and S3 answer to a conditional create of something that already exists.
 _ALREADY_WRITTEN = frozenset({"ConditionalCheckFailedException", "PreconditionFailed", "412"})
+# S3's answer to a conditional PUT racing another one of the same key; how often and how long to
+# wait for the other write to settle (about 1.5 s in all) before answering 503.
+_CONFLICT = "ConditionalRequestConflict"
+_CONFLICT_RETRIES = 5
+_CONFLICT_BACKOFF_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ class DynamoS3PayloadStore:
         return self._s3_factory()
 
     def put_input(self, job_input: JobInput, location: BlobLocation, expires_at: datetime) -> None:
-        """Store the input where `location` says."""
+        """Store the input where `location` says (a repeat leaves the stored one alone)."""
         self._put(_INPUT, job_input.job_id, job_input.model_dump_json(), location, expires_at)
 
     def get_input(self, job_id: str, location: BlobLocation) -> JobInput | None:
@@ -92,29 +99,40 @@ class DynamoS3PayloadStore:
             if error_code(error) != "ConditionalCheckFailedException":
                 raise
 
-    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> None:
-        """Store the result where `location` says."""
-        self._put(_RESULT, result.job_id, result.model_dump_json(), location, expires_at)
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
+        """Store the result where `location` says, unless a result is already there: then that
+        one comes back, and the caller adopts its output and usage instead of its own."""
+        if self._put(_RESULT, result.job_id, result.model_dump_json(), location, expires_at):
+            return result
+        stored = self.get_result(result.job_id, location)
+        if stored is None:  # pragma: no cover - a write-once payload refused its write, so it exists
+            raise StorageUnavailableError("The stored result is not readable right now.")
+        return stored
 
     def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
         """The result, or None when it is gone."""
         body = self._get(_RESULT, job_id, location)
         return JobResult.model_validate_json(body) if body is not None else None
 
-    def _put(self, kind: _Kind, job_id: str, body: str, location: BlobLocation, expires_at: datetime) -> None:
-        """Write once: a payload never changes after it exists, so a repeat (a replayed submit, a
-        second worker after a lost lease) can neither reset its retention nor replace it."""
+    def find_result(self, job_id: str) -> tuple[BlobLocation, JobResult] | None:
+        """A result an earlier claim wrote: small ones in the item, large ones in S3 (two reads
+        at most, and only a job claimed before pays them)."""
+        locations: tuple[BlobLocation, ...] = ("item", "s3")
+        for location in locations:
+            result = self.get_result(job_id, location)
+            if result is not None:
+                return location, result
+        return None
+
+    def _put(self, kind: _Kind, job_id: str, body: str, location: BlobLocation, expires_at: datetime) -> bool:
+        """Write once; True when this call wrote it. A payload never changes after it exists, so
+        a repeat (a replayed submit, a second worker after a lost lease) can neither reset its
+        retention nor replace it."""
         try:
             with storage_errors():
                 if location == "s3":
-                    self._s3.put_object(
-                        Bucket=self._bucket,
-                        Key=kind.object_key(job_id),
-                        Body=body.encode("utf-8"),
-                        ContentType="application/json",
-                        IfNoneMatch="*",
-                    )
-                    return
+                    self._put_object_once(kind.object_key(job_id), body)
+                    return True
                 item = {
                     r.TYPE_ATTRIBUTE: {"S": kind.item_type},
                     _BODY: {"S": body},
@@ -129,6 +147,29 @@ class DynamoS3PayloadStore:
         except ClientError as error:
             if error_code(error) not in _ALREADY_WRITTEN:
                 raise
+            return False
+        return True
+
+    def _put_object_once(self, key: str, body: str) -> None:
+        """PUT with If-None-Match. S3 answers 409 ConditionalRequestConflict while another
+        conditional PUT of the key is in flight: with the same key the content is the same (a
+        concurrent identical submit), so wait for that write to settle, and the retry then gets
+        412 (written) or, if the other write failed, writes the object itself."""
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            try:
+                self._s3.put_object(
+                    Bucket=self._bucket,
+                    Key=key,
+                    Body=body.encode("utf-8"),
+                    ContentType="application/json",
+                    IfNoneMatch="*",
+                )
+            except ClientError as error:
+                if error_code(error) != _CONFLICT or attempt == _CONFLICT_RETRIES:
+                    raise
+                time.sleep(_CONFLICT_BACKOFF_SECONDS * 2**attempt)
+            else:
+                return
 
     def _get(self, kind: _Kind, job_id: str, location: BlobLocation) -> str | None:
         if location == "s3":

@@ -72,6 +72,14 @@ def test_no_invariant_breaks(report: ChaosReport) -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
+def test_no_job_fails_for_another_jobs_crash(report: ChaosReport) -> None:
+    # Crash isolation: a job that shared a batch with a dying worker ran again alone, at no cost
+    # to its attempts, so nothing it did not cause itself failed it (whether a death shares a
+    # batch is up to timing; the row is zero either way)
+    assert report.blameless_failures == [], _explain(report)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
 def test_every_process_fault_really_fired(report: ChaosReport) -> None:
     # A chaos run proves nothing about a fault that never happened
     fired = {kind for kind, jobs in report.faults_fired.items() if jobs > 0}
@@ -99,11 +107,11 @@ def test_the_plan_is_reproducible_and_covers_every_fault() -> None:
     assert make_plan(JOBS, SEED + 1, "same").jobs != first.jobs
 
 
-def test_the_report_fails_on_any_loss_duplicate_leak_or_violation() -> None:
+def test_the_report_fails_on_any_loss_duplicate_leak_violation_or_blameless_failure() -> None:
     clean = ChaosReport(run_id="r", seed=1, planned=1, owners=1)
     assert clean.ok
     assert render(clean).endswith("PASS")
-    for name in ("lost", "duplicates", "leaks", "violations"):
+    for name in ("lost", "duplicates", "leaks", "violations", "blameless_failures"):
         failing = ChaosReport(run_id="r", seed=1, planned=1, owners=1)
         setattr(failing, name, ["job: why"])
         assert not failing.ok, name

@@ -62,6 +62,9 @@ def test_openai_base_url_is_set_only_when_configured():
         "bucket": "b",
         "jobs_queue_url": "q",
         "dlq_url": "d",
+        "isolation_queue_url": "iq",
+        "isolation_queue_arn": "arn:aws:sqs:us-east-1:123456789012:iq",
+        "isolation_dlq_url": "id",
         "openai_secret_arn": "s",
     }
 

@@ -8,6 +8,8 @@ import pytest
 
 from infra.config import WORKER_BATCH_SIZE, WORKER_BATCH_WINDOW_SECONDS, StageConfig
 from infra.names import (
+    ISOLATION_DLQ,
+    ISOLATION_QUEUE,
     JOBS_DLQ,
     JOBS_QUEUE,
     JOBS_TABLE,
@@ -22,14 +24,21 @@ from shared import resources as r
 pytestmark = pytest.mark.infra
 
 
-def _mapping_of(synthesized, function_id):
-    mappings = [
-        m
+def _mappings_of(synthesized, function_id):
+    return [
+        m["Properties"]
         for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
         if m["Properties"]["FunctionName"] == {"Ref": function_id}
     ]
+
+
+def _mapping_of(synthesized, function_id, source=None):
+    """The function's one event source mapping (or the one reading `source`, a logical id)."""
+    mappings = _mappings_of(synthesized, function_id)
+    if source is not None:
+        mappings = [m for m in mappings if m["EventSourceArn"] == {"Fn::GetAtt": [source, "Arn"]}]
     assert len(mappings) == 1
-    return mappings[0]["Properties"]
+    return mappings[0]
 
 
 def _function(synthesized, *path):
@@ -65,13 +74,45 @@ def test_relay_failures_are_bisected_bounded_and_sent_to_its_own_queue(synthesiz
 
 
 def test_worker_reports_partial_failures_with_bounded_concurrency(synthesized):
-    mapping = _mapping_of(synthesized, synthesized.logical_id(WORKER, "WorkerFunction"))
+    worker = synthesized.logical_id(WORKER, "WorkerFunction")
+    mapping = _mapping_of(synthesized, worker, synthesized.logical_id(OUTBOX, JOBS_QUEUE))
 
-    assert mapping["EventSourceArn"] == {"Fn::GetAtt": [synthesized.logical_id(OUTBOX, JOBS_QUEUE), "Arn"]}
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BatchSize"] == WORKER_BATCH_SIZE
     assert mapping["MaximumBatchingWindowInSeconds"] == WORKER_BATCH_WINDOW_SECONDS
     assert mapping["ScalingConfig"]["MaximumConcurrency"] == StageConfig().worker_max_concurrency
+
+
+def test_the_worker_reads_exactly_the_jobs_queue_and_the_isolation_queue(synthesized):
+    worker = synthesized.logical_id(WORKER, "WorkerFunction")
+
+    sources = [m["EventSourceArn"]["Fn::GetAtt"][0] for m in _mappings_of(synthesized, worker)]
+
+    assert sorted(sources) == sorted(
+        [synthesized.logical_id(OUTBOX, JOBS_QUEUE), synthesized.logical_id(OUTBOX, ISOLATION_QUEUE)]
+    )
+
+
+def test_the_isolation_queue_hands_the_worker_one_job_per_invocation(synthesized):
+    """Crash isolation (DESIGN.md, "Lifecycle"): a batch of one, so a crash is its job's own."""
+    worker = synthesized.logical_id(WORKER, "WorkerFunction")
+    mapping = _mapping_of(synthesized, worker, synthesized.logical_id(OUTBOX, ISOLATION_QUEUE))
+
+    assert mapping["BatchSize"] == 1
+    assert "MaximumBatchingWindowInSeconds" not in mapping
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ScalingConfig"]["MaximumConcurrency"] == StageConfig().isolation_max_concurrency
+
+
+def test_the_isolation_queue_has_its_own_dlq_and_the_same_redrive_and_visibility(synthesized):
+    jobs = synthesized.resources[synthesized.logical_id(OUTBOX, JOBS_QUEUE)]["Properties"]
+    isolation = synthesized.resources[synthesized.logical_id(OUTBOX, ISOLATION_QUEUE)]["Properties"]
+
+    assert isolation["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [synthesized.logical_id(OUTBOX, ISOLATION_DLQ), "Arn"]},
+        "maxReceiveCount": jobs["RedrivePolicy"]["maxReceiveCount"],
+    }
+    assert isolation["VisibilityTimeout"] == jobs["VisibilityTimeout"]
 
 
 def test_jobs_queue_redrives_after_max_attempts_plus_three(synthesized):

@@ -11,6 +11,8 @@ from infra.names import (
     API,
     CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
+    ISOLATION_DLQ,
+    ISOLATION_QUEUE,
     JOBS_DLQ,
     JOBS_QUEUE,
     JOBS_TABLE,
@@ -44,6 +46,8 @@ STORAGE_RESOURCES = {
     "bucket": (STORAGE, PAYLOAD_BUCKET),
     "queue": (OUTBOX, JOBS_QUEUE),
     "dlq": (OUTBOX, JOBS_DLQ),
+    "isolation": (OUTBOX, ISOLATION_QUEUE),
+    "isolation_dlq": (OUTBOX, ISOLATION_DLQ),
     "relay_failures": (OUTBOX, RELAY_FAILURE_QUEUE),
     "openai": (WORKER, OPENAI_SECRET),
     "cursor": (API, CURSOR_SECRET),
@@ -57,7 +61,7 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "bucket": {"s3:PutObject"},
     },
     FunctionName.STATUS: {
-        "jobs": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
+        "jobs": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         "bucket": {"s3:GetObject", "s3:ListBucket"},
         "cursor": {"secretsmanager:GetSecretValue"},
     },
@@ -77,11 +81,20 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
             "sqs:GetQueueUrl",
         },
         "dlq": {"sqs:SendMessage"},
+        "isolation": {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+        },
+        "isolation_dlq": {"sqs:SendMessage"},
         "openai": {"secretsmanager:GetSecretValue"},
     },
     FunctionName.SWEEPER: {
         "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "queue": {"sqs:SendMessage"},
+        "isolation": {"sqs:SendMessage"},
     },
 }
 
@@ -98,6 +111,7 @@ EXPECTED_ENVIRONMENT = {
         "POLL_AFTER_SECONDS",
         "JOB_RETENTION_DAYS",
         "IDEMPOTENCY_TTL_HOURS",
+        "INPUT_RETENTION_HOURS",
         "DISPATCH_GRACE_SECONDS",
     },
     FunctionName.STATUS: {
@@ -114,6 +128,9 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_JOBS_QUEUE_URL,
         r.ENV_DLQ_URL,
+        r.ENV_ISOLATION_QUEUE_URL,
+        r.ENV_ISOLATION_QUEUE_ARN,
+        r.ENV_ISOLATION_DLQ_URL,
         r.ENV_OPENAI_SECRET,
         "MAX_ATTEMPTS",
         "LEASE_SECONDS",
@@ -131,9 +148,11 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_JOBS_TABLE,
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_JOBS_QUEUE_URL,
+        r.ENV_ISOLATION_QUEUE_URL,
         "DISPATCH_GRACE_SECONDS",
         "LEASE_SECONDS",
         "INPUT_RETENTION_HOURS",
+        "MAX_CRASHES",
     },
 }
 POWERTOOLS = {
@@ -298,7 +317,7 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 3
+    assert len(queues) == 5
     assert protected == set(queues)
     for queue in queues.values():
         assert (

@@ -225,8 +225,10 @@ def test_a_problems_correlation_id_is_in_the_log_line_of_its_request(storage: St
     finally:
         underlying.removeHandler(lines)
 
-    # Then the caller gets a 503 whose correlationId finds the error line, which is the job's too
+    # Then the caller gets a 503, with when to retry, whose correlationId finds the error line,
+    # which is the job's too
     problem = assert_problem(answer, 503, "service_unavailable")
+    assert answer.header("Retry-After") == "2"
     [error] = [line for line in lines.lines if line["level"] == "ERROR"]
     assert error["request_id"] == problem["correlationId"] == answer.request_id
     assert (error["correlation_id"], error["job_id"]) == (job_id, job_id)

@@ -26,6 +26,8 @@ STATUS_DOCUMENT_FIELDS = {
     "updatedAt",
     "expiresAt",
     "attempts",
+    "crashes",
+    "revision",
     "cancelRequestedAt",
     "resultUrl",
     "error",

@@ -1,4 +1,5 @@
-"""Fault injection: make one adapter method fail once, as a crash between two writes would."""
+"""Fault injection: make one method fail once, as an error between two writes would, or kill the
+whole invocation there, as a crash (out of memory, a dead runtime) would."""
 
 from __future__ import annotations
 
@@ -29,4 +30,27 @@ def fail_once(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(owner, method, flaky)
+    return calls
+
+
+class WorkerCrash(BaseException):
+    """The invocation dies here: nothing in the function can catch it, as nothing can catch a kill.
+
+    A BaseException, so the worker's own `except Exception` (which hands a job back on an error)
+    never sees it; the in-process Lambda runner reports the invocation as failed.
+    """
+
+
+def crash_once(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> list[int]:
+    """Make the invocation die on the first call of `owner.method`; later calls behave normally."""
+    original: Callable[..., Any] = getattr(owner, method)
+    calls: list[int] = []
+
+    def dying(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise WorkerCrash(INJECTED_FAULT_TEXT)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, method, dying)
     return calls

@@ -66,6 +66,8 @@ def new_job(
         input_location=input_location,
         max_attempts=max_attempts,
         dispatch_at=dispatch_at or created,
+        # A one-step job's claims so far are also its claims without progress.
+        stalls=attempts,
     )
 
 

@@ -25,6 +25,7 @@ from functions.worker.handler import lambda_handler as worker_handler
 from outlast.local.event_sources import FunctionError, SqsSource, StreamSource
 from tests.support.aws import REGION, TestResources
 from tests.support.events import job_event, submit_event
+from tests.support.faults import WorkerCrash
 from tests.support.lambda_context import FakeLambdaContext
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -36,7 +37,7 @@ def in_process(handler: Handler, timeout_seconds: float) -> Callable[[dict[str, 
     def invoke(event: dict[str, Any]) -> Any:
         try:
             return handler(event, FakeLambdaContext(timeout_seconds=timeout_seconds))
-        except Exception as error:
+        except (Exception, WorkerCrash) as error:
             raise FunctionError(type(error).__name__) from error
 
     return invoke
@@ -44,35 +45,51 @@ def in_process(handler: Handler, timeout_seconds: float) -> Callable[[dict[str, 
 
 @dataclass(frozen=True)
 class Queues:
-    """The jobs queue, its DLQ and the relay's on-failure queue."""
+    """The jobs queue and its DLQ, the isolation queue and its DLQ, and the relay's on-failure queue."""
 
     jobs_url: str
     jobs_arn: str
     dlq_url: str
     relay_failures_url: str
+    isolation_url: str
+    isolation_arn: str
+    isolation_dlq_url: str
 
 
 def create_queues(endpoint: str, suffix: str, max_attempts: int, visibility_seconds: int) -> Queues:
-    """The jobs queue with a redrive policy (maxReceiveCount = maxAttempts + 3) to its DLQ."""
+    """Both job queues with a redrive policy (maxReceiveCount = maxAttempts + 3) to their own DLQ."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)
-    dlq_url = sqs.create_queue(QueueName=f"dlq-{suffix}")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    jobs_url = sqs.create_queue(
-        QueueName=f"jobs-{suffix}",
-        Attributes={
-            "VisibilityTimeout": str(visibility_seconds),
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_attempts + 3)}
-            ),
-        },
-    )["QueueUrl"]
-    jobs_arn = sqs.get_queue_attributes(QueueUrl=jobs_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+
+    def arn(url: str) -> str:
+        return str(
+            sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        )
+
+    def with_dlq(name: str) -> tuple[str, str, str]:
+        dlq_url = sqs.create_queue(QueueName=f"{name}-dlq-{suffix}")["QueueUrl"]
+        url = sqs.create_queue(
+            QueueName=f"{name}-{suffix}",
+            Attributes={
+                "VisibilityTimeout": str(visibility_seconds),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": arn(dlq_url), "maxReceiveCount": str(max_attempts + 3)}
+                ),
+            },
+        )["QueueUrl"]
+        return url, arn(url), dlq_url
+
+    jobs_url, jobs_arn, dlq_url = with_dlq("jobs")
+    isolation_url, isolation_arn, isolation_dlq_url = with_dlq("isolation")
     failures_url = sqs.create_queue(QueueName=f"relay-failures-{suffix}")["QueueUrl"]
-    return Queues(jobs_url=jobs_url, jobs_arn=jobs_arn, dlq_url=dlq_url, relay_failures_url=failures_url)
+    return Queues(
+        jobs_url=jobs_url,
+        jobs_arn=jobs_arn,
+        dlq_url=dlq_url,
+        relay_failures_url=failures_url,
+        isolation_url=isolation_url,
+        isolation_arn=isolation_arn,
+        isolation_dlq_url=isolation_dlq_url,
+    )
 
 
 @dataclass
@@ -86,6 +103,7 @@ class Pipeline:
     worker_timeout_seconds: float
     relay: StreamSource = field(init=False)
     worker: SqsSource = field(init=False)
+    isolation: SqsSource = field(init=False)  # the worker's second trigger: one job per invocation
 
     def __post_init__(self) -> None:
         dynamodb = boto3.client("dynamodb", endpoint_url=self.endpoint, region_name=REGION)
@@ -107,6 +125,13 @@ class Pipeline:
             queue_arn=self.queues.jobs_arn,
             invoke=in_process(worker_handler, self.worker_timeout_seconds),
             batch_size=10,
+        )
+        self.isolation = SqsSource(
+            sqs=sqs,
+            queue_url=self.queues.isolation_url,
+            queue_arn=self.queues.isolation_arn,
+            invoke=in_process(worker_handler, self.worker_timeout_seconds),
+            batch_size=1,
         )
 
     # --- the HTTP half, through the handlers -------------------------------------------------
@@ -144,6 +169,7 @@ class Pipeline:
                 raise AssertionError("the pipeline did not reach the expected state in time")
             self.relay.poll()
             self.worker.poll(idle_sleep=0)
+            self.isolation.poll(idle_sleep=0)
             if sweep:
                 self.sweep()
             time.sleep(0.05)
@@ -226,19 +252,24 @@ class Pipeline:
         """Invoke the worker with this function timeout from now on (the release deadline follows it)."""
         self.worker_timeout_seconds = seconds
         self.worker.invoke = in_process(worker_handler, seconds)
+        self.isolation.invoke = in_process(worker_handler, seconds)
 
     def spy_worker(self) -> list[Invocation]:
-        """Record every worker invocation from now on: its event and its response (or failure)."""
+        """Record every worker invocation from now on, from either queue: its event and its
+        response (or failure)."""
         invocations: list[Invocation] = []
-        invoke = self.worker.invoke
 
-        def spying(event: dict[str, Any]) -> Any:
-            invocation = Invocation(event=event)
-            invocations.append(invocation)
-            invocation.response = invoke(event)
-            return invocation.response
+        def spy(invoke: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+            def spying(event: dict[str, Any]) -> Any:
+                invocation = Invocation(event=event)
+                invocations.append(invocation)
+                invocation.response = invoke(event)
+                return invocation.response
 
-        self.worker.invoke = spying
+            return spying
+
+        self.worker.invoke = spy(self.worker.invoke)
+        self.isolation.invoke = spy(self.isolation.invoke)
         return invocations
 
     def set_jobs_visibility(self, seconds: int) -> None:

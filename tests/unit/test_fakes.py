@@ -305,7 +305,9 @@ class TestLeaseAndDispatch:
 
         beat = repository.heartbeat(job.job_id, later)
 
-        assert beat == job.model_copy(update={"lease_expires_at": later.expires_at})
+        assert beat == job.model_copy(
+            update={"lease_expires_at": later.expires_at, "revision": job.revision + 1}
+        )
 
     def test_a_heartbeat_with_a_lost_lease_is_a_conflict(self) -> None:
         repository = InMemoryJobRepository()
@@ -379,13 +381,20 @@ class TestListAndQuota:
         assert page.items == []
         assert page.next_position is not None
 
-    def test_the_list_hands_back_summaries_only(self) -> None:
+    def test_the_list_filters_by_status_after_reading_its_page(self) -> None:
+        # The adapter reads `limit` index entries, then the jobs, then filters by status: a page
+        # can be short while more follow
         repository = InMemoryJobRepository()
-        repository.create_job(job_record(NOW, lease_token="t"), NOW)
+        done = job_record(NOW, status=JobStatus.SUCCEEDED)
+        pending = job_record(NOW + timedelta(milliseconds=1))
+        for job in (done, pending):
+            repository.create_job(job, NOW)
 
-        (item,) = repository.list_jobs("user:alice#alice", None, 5, None, NOW).items
+        page = repository.list_jobs("user:alice#alice", JobStatus.SUCCEEDED, 1, None, NOW)
 
-        assert type(item).__name__ == "JobSummary"
+        assert page.items == []
+        assert page.next_position is not None
+        assert repository.list_jobs("user:alice#alice", JobStatus.SUCCEEDED, 2, None, NOW).items == [done]
 
     def test_the_submit_quota_is_per_owner_and_window(self) -> None:
         repository = InMemoryJobRepository()

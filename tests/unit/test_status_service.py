@@ -313,11 +313,14 @@ class TestCancel:
         # When
         outcome = cancel_job(deps_with(repository, payloads, clock), ALICE, job.job_id)
 
-        # Then the cancel is a request to the lease holder, and the input stays for it
+        # Then the cancel is a request to the lease holder, and the input stays for it: the expiry
+        # the cancel set before its write lost is a full retention away, and the holder's own
+        # terminal write sets the final one
         assert outcome.in_progress is True
         assert outcome.job.status is JobStatus.CANCELLATION_REQUESTED
         assert (outcome.job.attempts, outcome.job.lease_token) == (1, LEASE_TOKEN)
-        assert "set_input_expiry" not in payloads.writes
+        assert payloads.get_input(job.job_id, "item") is not None
+        assert payloads.expires_at[("input", job.job_id, "item")] >= clock.now() + timedelta(hours=24)
 
     def test_a_cancel_racing_the_last_write_of_a_worker_is_refused(
         self, payloads: InMemoryPayloadStore, clock: FakeClock

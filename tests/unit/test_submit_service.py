@@ -275,11 +275,11 @@ class TestReplay:
         with pytest.raises(IdempotencyKeyReusedError):
             submit(deps, {"operation": "summarize", "input": {"text": "Something else."}})
 
-        # Then nothing but the submit counter moved
+        # Then nothing moved, not even the submit counter: a 409 consumes no quota
         assert repository.jobs == jobs
         assert repository.claims == claims
         assert payloads.writes == payload_writes
-        assert set(repository.writes[writes_before:]) <= {"take_submit_quota"}
+        assert repository.writes[writes_before:] == []
 
     def test_the_refusal_does_not_leak_the_fingerprint(
         self, deps: SubmitDependencies, repository: InMemoryJobRepository
@@ -429,6 +429,18 @@ class TestCrashBetweenSteps:
         assert list(repository.jobs) == [claim.job_id]
         assert payloads.get_input(claim.job_id, "item") is not None
 
+    def test_an_input_whose_job_was_never_written_goes_with_its_claim(self, clock: FakeClock) -> None:
+        """A submit that crashed after its input and was never retried: the input is written to
+        expire one retention after the submit, not with the job's 30 days."""
+        repository = self.JobWriteFailsOnce()
+        payloads = InMemoryPayloadStore()
+        with pytest.raises(StorageUnavailableError):
+            submit(SubmitDependencies(settings(), repository, payloads, clock))
+
+        (claim,) = repository.claims.values()
+        assert repository.jobs == {}
+        assert payloads.expires_at[("input", claim.job_id, "item")] == clock.now() + timedelta(hours=24)
+
     def test_a_crash_before_the_claim_leaves_nothing(
         self, payloads: InMemoryPayloadStore, clock: FakeClock
     ) -> None:
@@ -490,6 +502,42 @@ class TestRateLimit:
         clock.advance(milliseconds=100)
         outcome = submit(deps, key="late")
 
+        assert outcome.replayed is False
+        assert len(repository.jobs) == 6
+
+    def test_a_retry_over_the_rate_still_replays_its_job(
+        self, deps: SubmitDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        # Given a client whose submit was accepted, then who used up the minute's quota
+        first = submit(deps, key="lost-answer")
+        for n in range(4):
+            submit(deps, key=f"key-{n}")
+
+        # When it retries the first submit in the same minute (its answer was lost)
+        again = submit(deps, key="lost-answer")
+
+        # Then it learns its job: a replay is checked before the rate, and costs no quota
+        assert again.replayed is True
+        assert again.job.job_id == first.job.job_id
+        assert sum(repository.submits.values()) == 5
+
+    def test_a_submit_refused_by_the_rate_leaves_no_claim_behind(
+        self, deps: SubmitDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        # Given a used-up minute
+        clock.set(datetime(2030, 1, 15, 12, 0, 50, tzinfo=UTC))
+        for n in range(5):
+            submit(deps, key=f"key-{n}")
+        claims_before = dict(repository.claims)
+
+        # When a new submit is refused
+        with pytest.raises(RateLimitedError):
+            submit(deps, key="too-soon")
+
+        # Then its claim is gone, so its retry next minute starts fresh and is accepted
+        assert repository.claims == claims_before
+        clock.advance(seconds=10)
+        outcome = submit(deps, key="too-soon")
         assert outcome.replayed is False
         assert len(repository.jobs) == 6
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -12,8 +14,9 @@ from functions.sweeper.settings import SweeperSettings
 from shared import resources as r
 from shared.adapters.dynamo_items import sweep_shard
 from shared.errors import StorageUnavailableError
-from shared.job import JobRecord
-from shared.ports import JobMessage
+from shared.job import BlobLocation, JobInput, JobRecord
+from shared.lifecycle import JobStatus
+from shared.ports import JobMessage, Lane
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
 
 GRACE = timedelta(seconds=900)
@@ -70,10 +73,19 @@ def queue() -> RecordingQueue:
 @pytest.fixture
 def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> SweeperDependencies:
     settings = SweeperSettings.model_validate(
-        {r.ENV_JOBS_TABLE: "jobs", r.ENV_PAYLOAD_BUCKET: "payloads", r.ENV_JOBS_QUEUE_URL: "https://q"}
+        {
+            r.ENV_JOBS_TABLE: "jobs",
+            r.ENV_PAYLOAD_BUCKET: "payloads",
+            r.ENV_JOBS_QUEUE_URL: "https://q",
+            r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
+        }
     )
     return SweeperDependencies(
-        settings=settings, repository=flaky, payloads=InMemoryPayloadStore(), queue=queue, clock=clock
+        settings=settings,
+        repository=flaky,
+        payloads=InMemoryPayloadStore(),
+        queues={Lane.SHARED: queue, Lane.ISOLATION: RecordingQueue()},
+        clock=clock,
     )
 
 
@@ -122,3 +134,127 @@ def test_a_clean_sweep_reports_its_recoveries(
 
     assert (report.redispatched, report.errors, sorted(report.job_ids)) == (3, 0, sorted(lost))
     assert sorted(queue.sent) == sorted(lost)
+
+
+# --- crash isolation (DESIGN.md, "Lifecycle") -----------------------------------------------------
+
+
+@pytest.fixture
+def isolation(deps: SweeperDependencies) -> RecordingQueue:
+    queue = deps.queues[Lane.ISOLATION]
+    assert isinstance(queue, RecordingQueue)
+    return queue
+
+
+def _expired(repository: InMemoryJobRepository, clock: FakeClock, **fields: Any) -> JobRecord:
+    """A Running job whose holder stopped heartbeating a second ago."""
+    job = job_record(
+        clock.now(),
+        status=JobStatus.RUNNING,
+        lease_token="dead-holder",
+        lease_expires_at=clock.now() - timedelta(seconds=1),
+        **{"attempts": 1, **fields},
+    )
+    repository.create_job(job, clock.now() - timedelta(seconds=1))
+    return job
+
+
+def test_a_lease_lost_with_a_batch_isolates_the_job_at_no_cost(
+    deps: SweeperDependencies,
+    flaky: FlakyRepository,
+    queue: RecordingQueue,
+    isolation: RecordingQueue,
+    clock: FakeClock,
+) -> None:
+    # Given a job whose invocation also ran other jobs, and died
+    job = _expired(flaky, clock, solo=False)
+
+    # When the sweeper finds its lease expired
+    report = sweep(deps)
+
+    # Then it goes back to Pending, isolated, its claim given back, sent to the isolation queue
+    swept = flaky.jobs[job.job_id]
+    assert (swept.status, swept.isolated, swept.stalls, swept.crashes) == (JobStatus.PENDING, True, 0, 0)
+    assert (isolation.sent, queue.sent) == ([job.job_id], [])
+    assert (report.expired_leases, report.isolated) == (1, 1)
+
+
+def test_a_lease_lost_alone_counts_a_crash_and_keeps_the_job_apart(
+    deps: SweeperDependencies, flaky: FlakyRepository, isolation: RecordingQueue, clock: FakeClock
+) -> None:
+    job = _expired(flaky, clock, solo=True)
+
+    sweep(deps)
+
+    swept = flaky.jobs[job.job_id]
+    assert (swept.status, swept.isolated, swept.stalls, swept.crashes) == (JobStatus.PENDING, True, 1, 1)
+    assert isolation.sent == [job.job_id]
+
+
+def test_the_last_crash_alone_fails_the_job_as_worker_crashed(
+    deps: SweeperDependencies, flaky: FlakyRepository, isolation: RecordingQueue, clock: FakeClock
+) -> None:
+    # Given a job that already crashed a worker alone once (maxCrashes 2)
+    job = _expired(flaky, clock, solo=True, crashes=1, isolated=True, attempts=2)
+
+    # When its second solo lease expires
+    sweep(deps)
+
+    # Then it fails with worker_crashed, its input expiring a retention from now, nothing re-sent
+    swept = flaky.jobs[job.job_id]
+    assert (swept.status, swept.error and swept.error.code, swept.crashes) == (
+        JobStatus.FAILED,
+        "worker_crashed",
+        2,
+    )
+    assert isolation.sent == []
+    assert job.job_id not in flaky.sweep_at
+
+
+class InputExpiryFails(InMemoryPayloadStore):
+    def set_input_expiry(self, job_id: str, location: BlobLocation, at: datetime) -> None:
+        raise StorageUnavailableError("throttled")
+
+
+def test_a_failed_input_expiry_leaves_the_job_unfinished_for_the_next_sweep(
+    deps: SweeperDependencies, flaky: FlakyRepository, clock: FakeClock
+) -> None:
+    # Given a job out of attempts, and an input expiry update that fails
+    job = job_record(clock.now(), attempts=3, max_attempts=3)
+    flaky.create_job(job, clock.now())
+    payloads = InputExpiryFails()
+    deps = dataclasses.replace(deps, payloads=payloads)
+
+    # When the sweeper tries to fail it
+    with pytest.raises(SweepIncompleteError):
+        sweep(deps)
+
+    # Then the job is not terminal (the input would then outlive its retention): it stays watched
+    assert flaky.jobs[job.job_id].status is JobStatus.PENDING
+    assert job.job_id in flaky.sweep_at
+
+    # And the next sweep, with storage back, finishes it and sets the input's expiry
+    recovered = InMemoryPayloadStore()
+    recovered.put_input(JobInput(job_id=job.job_id, text="t"), "item", job.expires_at)
+    sweep(dataclasses.replace(deps, payloads=recovered))
+    assert flaky.jobs[job.job_id].status is JobStatus.FAILED
+    assert recovered.expires_at[("input", job.job_id, "item")] == clock.now() + timedelta(hours=24)
+
+
+def test_an_old_job_sent_again_renews_its_input(
+    deps: SweeperDependencies, flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock
+) -> None:
+    # Given a job still Pending half a retention after its submit (its message got lost)
+    job = job_record(clock.now())
+    flaky.create_job(job, job.dispatch_at + GRACE)
+    deps.payloads.put_input(JobInput(job_id=job.job_id, text="t"), "item", clock.now() + timedelta(hours=24))
+    clock.advance(hours=13)
+
+    # When the sweeper re-sends it
+    sweep(deps)
+
+    # Then its input lives a retention from now, so it cannot expire before the job runs
+    assert queue.sent == [job.job_id]
+    store = deps.payloads
+    assert isinstance(store, InMemoryPayloadStore)
+    assert store.expires_at[("input", job.job_id, "item")] == clock.now() + timedelta(hours=24)

@@ -40,6 +40,9 @@ def pipeline(
     environment = {
         "JOBS_QUEUE_URL": queues.jobs_url,
         "JOBS_DLQ_URL": queues.dlq_url,
+        "ISOLATION_QUEUE_URL": queues.isolation_url,
+        "ISOLATION_QUEUE_ARN": queues.isolation_arn,
+        "ISOLATION_DLQ_URL": queues.isolation_dlq_url,
         "OPENAI_SECRET_ARN": secret["ARN"],
         "OPENAI_BASE_URL": model_server.url,
         "MAX_ATTEMPTS": str(MAX_ATTEMPTS),

@@ -8,6 +8,7 @@ import pytest
 
 from functions.worker.service import JobWorker
 from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.job import JobResult
 from tests.support.faults import fail_once
 from tests.support.pipeline import Pipeline
 
@@ -83,9 +84,9 @@ def test_a_cancel_that_lands_after_the_answer_wins_and_keeps_the_usage(
     put_result = DynamoS3PayloadStore.put_result
     cancels: list[dict[str, Any]] = []
 
-    def cancel_first(self: DynamoS3PayloadStore, *args: Any) -> None:
+    def cancel_first(self: DynamoS3PayloadStore, *args: Any) -> JobResult:
         cancels.append(pipeline.cancel(job_id))
-        put_result(self, *args)
+        return put_result(self, *args)
 
     monkeypatch.setattr(DynamoS3PayloadStore, "put_result", cancel_first)
     spied = pipeline.spy_worker()

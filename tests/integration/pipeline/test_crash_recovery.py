@@ -15,8 +15,9 @@ import pytest
 import functions.relay.handler
 from functions.worker.service import JobWorker
 from shared.job_errors import ERROR_MESSAGES
-from tests.support.faults import InjectedFaultError, fail_once
+from tests.support.faults import InjectedFaultError, crash_once, fail_once
 from tests.support.pipeline import Pipeline
+from tests.support.storage import Storage
 
 pytestmark = pytest.mark.integration
 
@@ -63,22 +64,15 @@ def test_a_worker_crash_after_the_claim_is_recovered_by_the_sweeper(
     assert pipeline.result(job_id)["statusCode"] == 200
 
 
-@pytest.mark.parametrize(
-    "crash_point",
-    [
-        pytest.param("_succeed", id="before-the-result-write"),
-        pytest.param("_terminal", id="after-the-result-before-the-status-write"),
-    ],
-)
-def test_a_crash_after_the_model_answered_costs_one_more_model_call(
-    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, crash_point: str
+def test_a_crash_before_the_result_write_costs_one_more_model_call(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The model answered but the worker died before recording Succeeded. The answer is lost with
-    the invocation, so the retry calls the model again: 2 model calls for 1 result, never a
+    """The model answered but the worker died before storing it. The answer is lost with the
+    invocation, so the retry calls the model again: 2 model calls for 1 result, never a
     Succeeded job without its result."""
-    # Given a worker that dies once between the model's answer and the terminal write
-    crashes = fail_once(monkeypatch, JobWorker, crash_point)
-    job_id = pipeline.submit(BODY, key=f"crash-{crash_point}")["body"]["jobId"]
+    # Given a worker that dies once between the model's answer and the result write
+    crashes = crash_once(monkeypatch, JobWorker, "_succeed")
+    job_id = pipeline.submit(BODY, key="crash-before-result")["body"]["jobId"]
 
     # When the pipeline runs with the sweeper (which expires the dead worker's lease)
     [final] = pipeline.terminal(job_id, sweep=True)
@@ -86,7 +80,7 @@ def test_a_crash_after_the_model_answered_costs_one_more_model_call(
     # Then the job completed on its second claim, at the cost of a second model call
     assert len(crashes) == 2
     assert final["status"] == "Succeeded"
-    assert final["attempts"] == 2
+    assert (final["attempts"], final["crashes"]) == (2, 1)
     calls = pipeline.model_calls()
     assert [c["outcome"] for c in calls] == ["ok", "ok"]
     assert calls[0]["requestHash"] == calls[1]["requestHash"]
@@ -94,6 +88,35 @@ def test_a_crash_after_the_model_answered_costs_one_more_model_call(
     assert result["statusCode"] == 200
     assert result["body"]["output"]
     assert final["usage"] is not None
+
+
+def test_a_crash_after_the_result_write_is_adopted_without_a_second_call(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result (with its usage) was stored, then the worker died before the terminal write. The
+    next claim adopts the stored result: one model call, and the job's usage is that call's."""
+    # Given a worker that dies once after the result write, before the status write
+    crashes = crash_once(monkeypatch, JobWorker, "_terminal")
+    job_id = pipeline.submit(BODY, key="crash-after-result")["body"]["jobId"]
+
+    # When the pipeline runs with the sweeper
+    [final] = pipeline.terminal(job_id, sweep=True)
+
+    # Then the second claim finished the job from the stored result, with no second call
+    assert len(crashes) == 2
+    assert final["status"] == "Succeeded"
+    assert final["attempts"] == 2
+    [call] = pipeline.model_calls()
+    assert call["outcome"] == "ok"
+    # ...and the job's output and usage are the stored result's, together
+    found = Storage(pipeline.resources).payloads().find_result(job_id)
+    assert found is not None
+    _, stored = found
+    assert stored.usage is not None
+    result = pipeline.result(job_id)["body"]
+    assert result["output"] == stored.output
+    expected = {"inputTokens": stored.usage.input_tokens, "outputTokens": stored.usage.output_tokens}
+    assert final["usage"] == result["usage"] == expected
 
 
 def test_a_job_whose_relay_keeps_failing_is_dispatched_by_the_sweeper(
@@ -137,11 +160,12 @@ def test_a_job_whose_relay_keeps_failing_is_dispatched_by_the_sweeper(
     assert len(relay_attempts) == 1 + pipeline.relay.max_retries
 
 
-def test_a_job_whose_worker_always_dies_fails_after_its_last_attempt(
+def test_a_job_whose_worker_always_dies_alone_fails_as_worker_crashed(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every claim ends in a crash: the sweeper puts the job back twice, then fails it. Each claim
-    counted, no model call was ever made, and the error is the documented one."""
+    """Every claim ends in a crash, and the job is alone in each invocation: each expired lease is
+    its own doing. After maxCrashes (2) of them it fails with worker_crashed instead of taking
+    down more workers; no model call was ever made."""
     # Given a worker that dies after every claim of this job
     claims: list[int] = []
 
@@ -155,10 +179,10 @@ def test_a_job_whose_worker_always_dies_fails_after_its_last_attempt(
     # When the pipeline runs with the sweeper until the job ends
     [final], history = pipeline.terminal_with_history(job_id, sweep=True)
 
-    # Then it failed as retries_exhausted after MAX_ATTEMPTS claims, with no model call
+    # Then it failed as worker_crashed after two solo runs, with no model call
     assert final["status"] == "Failed"
-    assert final["attempts"] == 3
-    assert len(claims) == 3
-    assert final["error"] == {"code": "retries_exhausted", "message": ERROR_MESSAGES["retries_exhausted"]}
+    assert (final["attempts"], final["crashes"]) == (2, 2)
+    assert len(claims) == 2
+    assert final["error"] == {"code": "worker_crashed", "message": ERROR_MESSAGES["worker_crashed"]}
     assert {d["status"] for d in history} <= {"Pending", "Running", "Failed"}
     assert pipeline.model_calls() == []

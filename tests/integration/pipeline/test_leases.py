@@ -83,11 +83,15 @@ def test_a_holder_whose_lease_expired_cannot_overwrite_the_next_holder(pipeline:
     # When the sweeper runs until it expires that lease
     pipeline.wait_for(lambda: job_id in pipeline.sweep()["jobIds"])
 
-    # Then the job is Pending again, re-sent, and the stale holder can no longer even heartbeat
+    # Then the job is Pending again, isolated (the claim was not alone in its invocation, so the
+    # crash is no one's in particular and costs no attempt), re-sent to the isolation queue, and
+    # the stale holder can no longer even heartbeat
     recovered = repository.get_job(job_id)
     assert recovered is not None
     assert (recovered.status, recovered.attempts, recovered.lease_token) == (JobStatus.PENDING, 1, None)
-    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 1
+    assert (recovered.isolated, recovered.stalls, recovered.crashes) == (True, 0, 0)
+    assert pipeline.queue_depth(pipeline.queues.isolation_url) == 1
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
     with pytest.raises(TransitionConflictError):
         repository.heartbeat(job_id, Lease(token="first-holder", expires_at=jobs.now_millis()))
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from functions.worker.service import JobWorker
+from shared.ports import Lane
 from tests.support.faults import InjectedFaultError
 from tests.support.pipeline import Pipeline
 
@@ -55,10 +56,10 @@ def test_a_message_that_keeps_crashing_the_worker_is_redriven_to_the_dlq(
     ]
     original = JobWorker.handle
 
-    async def crashing(self: JobWorker, body: str, receipt_handle: str) -> Any:
+    async def crashing(self: JobWorker, body: str, receipt_handle: str, lane: Lane) -> Any:
         if job_id in body:
             raise InjectedFaultError("this message always kills the worker")
-        return await original(self, body, receipt_handle)
+        return await original(self, body, receipt_handle, lane)
 
     monkeypatch.setattr(JobWorker, "handle", crashing)
     pipeline.set_jobs_visibility(1)

@@ -1,0 +1,430 @@
+"""The worker with in-memory ports: errors that are not the provider's hand the job back, answers
+are never paid for twice, and claims tell their refusals apart without a read first."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from functions.worker.dependencies import WorkerDependencies
+from functions.worker.service import JobWorker, RetryLater
+from functions.worker.settings import WorkerSettings
+from shared import resources as r
+from shared.adapters.sqs_queue import encode_message
+from shared.errors import StorageUnavailableError
+from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
+from shared.lifecycle import JobStatus
+from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease
+from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+
+USAGE = Usage(input_tokens=40, output_tokens=7)
+RECEIPT = "receipt-1"
+
+
+class RecordingQueue:
+    """One lane's queue: visibility changes and parked messages, in memory."""
+
+    def __init__(self) -> None:
+        self.visibility: list[tuple[str, int]] = []
+        self.parked: list[tuple[str, str | None]] = []
+
+    def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        raise AssertionError("the worker dispatches through its own message's visibility")
+
+    def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
+        raise AssertionError("the worker never sends batches")
+
+    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self.visibility.append((receipt_handle, seconds))
+
+    def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
+        self.parked.append((reason, job_id))
+
+
+class CountingProvider:
+    """A model that answers at once (or when released), counting its calls."""
+
+    def __init__(self, text: str = "The summary.", gate: threading.Event | None = None) -> None:
+        self.text = text
+        self.gate = gate
+        self.calls: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        self.calls.append(request)
+        if self.gate is not None:
+            self.gate.wait(timeout=10)
+        return Completion(text=self.text, usage=USAGE)
+
+
+class World:
+    """A worker wired to fakes, with one Pending job and its input."""
+
+    def __init__(
+        self,
+        repository: InMemoryJobRepository | None = None,
+        payloads: InMemoryPayloadStore | None = None,
+        provider: Any = None,
+        **settings: str,
+    ) -> None:
+        self.clock = FakeClock()
+        self.repository = repository or InMemoryJobRepository()
+        self.payloads = payloads or InMemoryPayloadStore()
+        self.provider = provider or CountingProvider()
+        self.queues = {Lane.SHARED: RecordingQueue(), Lane.ISOLATION: RecordingQueue()}
+        self.settings = WorkerSettings.model_validate(
+            {
+                r.ENV_JOBS_TABLE: "jobs",
+                r.ENV_PAYLOAD_BUCKET: "payloads",
+                r.ENV_JOBS_QUEUE_URL: "https://jobs",
+                r.ENV_DLQ_URL: "https://dlq",
+                r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
+                r.ENV_ISOLATION_QUEUE_ARN: "arn:aws:sqs:us-east-1:123456789012:isolation",
+                r.ENV_ISOLATION_DLQ_URL: "https://isolation-dlq",
+                r.ENV_OPENAI_SECRET: "secret",
+                "HEARTBEAT_SECONDS": "0.05",
+                **settings,
+            }
+        )
+        self.executors = [ThreadPoolExecutor(4), ThreadPoolExecutor(4)]
+
+    def deps(self) -> WorkerDependencies:
+        return WorkerDependencies(
+            settings=self.settings,
+            repository=self.repository,
+            payloads=self.payloads,
+            queues=self.queues,
+            clock=self.clock,
+            provider=self.build_provider,
+            executor=self.executors[0],
+            model_executor=self.executors[1],
+            random=lambda: 0.5,
+        )
+
+    def build_provider(self) -> Any:
+        return self.provider
+
+    def job(self, **overrides: Any) -> JobRecord:
+        job = job_record(self.clock.now(), **overrides)
+        self.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+        self.payloads.put_input(JobInput(job_id=job.job_id, text="The text."), "item", job.expires_at)
+        return job
+
+    def deliver(self, job: JobRecord, lane: Lane = Lane.SHARED, *, solo: bool = False) -> None:
+        """One message of the job through the worker; RetryLater propagates (the message stays)."""
+        worker = JobWorker(self.deps(), time.monotonic() + 60, solo=solo)
+        body = encode_message(JobMessage(job_id=job.job_id, trace_id="trace"))
+        asyncio.run(worker.handle(body, RECEIPT, lane))
+
+    def current(self, job: JobRecord) -> JobRecord:
+        stored = self.repository.get_job(job.job_id)
+        assert stored is not None
+        return stored
+
+    def close(self) -> None:
+        for executor in self.executors:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+@pytest.fixture
+def make_world() -> Iterator[Callable[..., World]]:
+    """Worlds with whichever fakes a test swaps in; their thread pools close after the test."""
+    made: list[World] = []
+
+    def make(**fakes: Any) -> World:
+        made.append(World(**fakes))
+        return made[-1]
+
+    yield make
+    for world in made:
+        world.close()
+
+
+@pytest.fixture
+def world(make_world: Callable[..., World]) -> World:
+    return make_world()
+
+
+def handed_back(world: World, job: JobRecord) -> JobRecord:
+    """The job after the worker handed it back: Pending, due later, its own message hidden till then."""
+    current = world.current(job)
+    assert current.status is JobStatus.PENDING
+    assert current.dispatch_at > world.clock.now()
+    [(receipt, seconds)] = world.queues[Lane.SHARED].visibility
+    assert receipt == RECEIPT
+    assert seconds >= 1
+    return current
+
+
+# --- claims ------------------------------------------------------------------------------------
+
+
+def test_a_claim_records_whether_its_invocation_held_this_job_alone(world: World) -> None:
+    alone, batched = world.job(), world.job()
+
+    world.deliver(alone, solo=True)
+    world.deliver(batched, solo=False)
+
+    assert world.current(alone).solo is True
+    assert world.current(batched).solo is False
+    assert world.current(alone).status is world.current(batched).status is JobStatus.SUCCEEDED
+
+
+def test_a_message_of_an_unknown_job_is_parked_on_its_own_lanes_dlq(world: World) -> None:
+    ghost = job_record(world.clock.now())  # never written
+
+    world.deliver(ghost, Lane.ISOLATION)
+
+    assert world.queues[Lane.ISOLATION].parked == [("unknown_job", ghost.job_id)]
+    assert world.queues[Lane.SHARED].parked == []
+    assert world.provider.calls == []
+
+
+def test_a_shared_queue_message_of_an_isolated_job_is_dropped(world: World) -> None:
+    # Given a job that crashed a batch and now runs only from the isolation queue
+    job = world.job(isolated=True)
+
+    # When a stale message from the shared queue arrives
+    world.deliver(job, Lane.SHARED)
+
+    # Then it is dropped (deleted) with no claim and no model call
+    assert world.current(job) == job
+    assert world.provider.calls == []
+    assert world.queues[Lane.SHARED].visibility == []
+
+    # And its isolation-queue message runs it
+    world.deliver(job, Lane.ISOLATION, solo=True)
+    assert world.current(job).status is JobStatus.SUCCEEDED
+
+
+def test_an_early_delivery_is_hidden_until_the_job_is_due(world: World) -> None:
+    job = world.job(dispatch_at=world.clock.now() + timedelta(seconds=30))
+
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+
+    assert world.queues[Lane.SHARED].visibility == [(RECEIPT, 30)]
+    assert world.current(job) == job
+
+
+def test_a_job_out_of_attempts_fails_and_its_input_expires_a_retention_later(world: World) -> None:
+    job = world.job(attempts=3, max_attempts=3)
+
+    world.deliver(job)
+
+    failed = world.current(job)
+    assert (failed.status, failed.error and failed.error.code) == (JobStatus.FAILED, "retries_exhausted")
+    assert world.payloads.expires_at[("input", job.job_id, "item")] == world.clock.now() + timedelta(hours=24)
+    assert world.provider.calls == []
+
+
+# --- errors that are not the provider's ---------------------------------------------------------
+
+
+class FlakyHeartbeats(InMemoryJobRepository):
+    def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
+        raise StorageUnavailableError("throttled")
+
+
+def test_a_storage_error_on_a_heartbeat_hands_the_job_back(make_world: Callable[..., World]) -> None:
+    # Given a model call that outlasts a heartbeat, and a table that refuses the heartbeat
+    gate = threading.Event()
+    world = make_world(repository=FlakyHeartbeats(), provider=CountingProvider(gate=gate))
+    job = world.job()
+
+    # When the job runs
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+
+    # Then it is Pending again with backoff, not Running until the sweeper
+    handed_back(world, job)
+    gate.set()
+
+
+class FlakyInputs(InMemoryPayloadStore):
+    def get_input(self, job_id: str, location: BlobLocation) -> JobInput | None:
+        raise StorageUnavailableError("throttled")
+
+
+def test_a_storage_error_reading_the_input_hands_the_job_back(make_world: Callable[..., World]) -> None:
+    world = make_world(payloads=FlakyInputs())
+    job = world.job()
+
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+
+    handed_back(world, job)
+    assert world.provider.calls == []
+
+
+class ResultWritesFail(InMemoryPayloadStore):
+    """put_result fails `failures` times, then works."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
+        if self.failures > 0:
+            self.failures -= 1
+            raise StorageUnavailableError("throttled")
+        return super().put_result(result, location, expires_at)
+
+
+def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_claim(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a result write that fails once, then works (the worker's second try stores the answer)
+    world = make_world(payloads=ResultWritesFail(failures=1))
+    job = world.job()
+
+    # When the job runs: the answer comes, its write fails, the job is handed back
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+    pending = handed_back(world, job)
+    world.clock.set(pending.dispatch_at)
+
+    # And its message comes back
+    world.deliver(job)
+
+    # Then the second claim adopted the stored answer: one model call, its usage, its output
+    done = world.current(job)
+    assert (done.status, done.attempts, done.usage) == (JobStatus.SUCCEEDED, 2, USAGE)
+    assert len(world.provider.calls) == 1
+    stored = world.payloads.get_result(job.job_id, "item")
+    assert stored == JobResult(job_id=job.job_id, output="The summary.", usage=USAGE)
+
+
+def test_an_answer_that_cannot_be_stored_at_all_is_asked_for_again(make_world: Callable[..., World]) -> None:
+    world = make_world(payloads=ResultWritesFail(failures=2))
+    job = world.job()
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+    world.clock.set(handed_back(world, job).dispatch_at)
+
+    world.deliver(job)
+
+    assert world.current(job).status is JobStatus.SUCCEEDED
+    assert len(world.provider.calls) == 2
+
+
+class BrokenSecret:
+    def complete(self, request: CompletionRequest) -> Completion:
+        raise RuntimeError("GetSecretValue: AccessDeniedException")
+
+
+def test_a_secret_that_cannot_be_read_hands_the_job_back(make_world: Callable[..., World]) -> None:
+    world = make_world(provider=BrokenSecret())
+    job = world.job()
+
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+
+    handed_back(world, job)
+
+
+def test_a_provider_that_cannot_be_built_hands_the_job_back(world: World) -> None:
+    def unbuildable() -> Any:
+        raise RuntimeError("no client for you")
+
+    world.build_provider = unbuildable  # type: ignore[method-assign]
+    job = world.job()
+
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+
+    handed_back(world, job)
+
+
+def test_a_prompt_version_this_deploy_does_not_know_hands_the_job_back(world: World) -> None:
+    # Given a job a newer deploy accepted, reaching this older worker mid-rollout
+    job = world.job(prompt_version="summarize-v99")
+
+    # When it runs
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+
+    # Then it is handed back for a worker that knows the prompt, with no model call
+    handed_back(world, job)
+    assert world.provider.calls == []
+
+
+def test_errors_that_persist_end_in_retries_exhausted(world: World) -> None:
+    job = world.job(prompt_version="summarize-v99", max_attempts=2)
+
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+    world.clock.set(world.current(job).dispatch_at)
+    world.deliver(job)
+
+    failed = world.current(job)
+    assert (failed.status, failed.error and failed.error.code) == (JobStatus.FAILED, "retries_exhausted")
+
+
+# --- results are adopted, never dropped -----------------------------------------------------------
+
+
+def test_a_result_an_earlier_claim_stored_is_adopted_without_a_model_call(world: World) -> None:
+    # Given a job whose earlier claim stored its answer and died before the terminal write
+    job = world.job(attempts=1)
+    earlier = JobResult(
+        job_id=job.job_id, output="The earlier answer.", usage=Usage(input_tokens=5, output_tokens=3)
+    )
+    world.payloads.put_result(earlier, "item", job.expires_at)
+
+    # When the job runs again
+    world.deliver(job)
+
+    # Then it succeeds with that output and that output's usage, and no model call
+    done = world.current(job)
+    assert (done.status, done.result_location, done.usage) == (JobStatus.SUCCEEDED, "item", earlier.usage)
+    assert world.provider.calls == []
+
+
+class LateEarlierWriter(InMemoryPayloadStore):
+    """A worker that lost its lease stores its answer just before this one's write."""
+
+    def __init__(self, earlier: JobResult) -> None:
+        super().__init__()
+        self.earlier = earlier
+
+    def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
+        super().put_result(self.earlier, location, expires_at)
+        return super().put_result(result, location, expires_at)
+
+
+def test_a_result_written_first_by_a_lost_lease_worker_wins_with_its_own_usage(world: World) -> None:
+    earlier_usage = Usage(input_tokens=5, output_tokens=3)
+    job = world.job()
+    earlier = JobResult(job_id=job.job_id, output="The other worker's answer.", usage=earlier_usage)
+    world.payloads = LateEarlierWriter(earlier)
+    world.payloads.put_input(JobInput(job_id=job.job_id, text="The text."), "item", job.expires_at)
+
+    world.deliver(job)
+
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert world.payloads.get_result(job.job_id, "item") == earlier
+    # Both calls were made and paid for: the job counts them both.
+    assert done.usage == Usage(input_tokens=45, output_tokens=10)
+
+
+def test_the_fake_payload_store_is_write_once_like_the_adapter(payloads: InMemoryPayloadStore) -> None:
+    first = JobResult(job_id="j", output="first", usage=USAGE)
+    second = JobResult(job_id="j", output="second", usage=None)
+    expires = datetime(2030, 1, 1, tzinfo=FakeClock().now().tzinfo)
+
+    assert payloads.put_result(first, "item", expires) == first
+    assert payloads.put_result(second, "item", expires) == first
+    assert payloads.get_result("j", "item") == first
+    assert payloads.find_result("j") == ("item", first)
+    payloads.put_input(JobInput(job_id="j", text="one"), "item", expires)
+    payloads.put_input(JobInput(job_id="j", text="two"), "item", expires + timedelta(days=1))
+    assert payloads.get_input("j", "item") == JobInput(job_id="j", text="one")
+    assert payloads.expires_at[("input", "j", "item")] == expires

@@ -58,8 +58,9 @@ MESSAGE_OVERHEAD_TOKENS = 8
 # A child output was at most `step_output_tokens` tokens as the model generated it. Read back by
 # the same tokenizer it takes about as many; a model can emit a tokenization the encoder would
 # not choose, so the bound allows twice as many. This factor is the one part of the bound that is
-# an assumption rather than arithmetic: bounding the child's bytes instead would need the longest
-# token of the vocabulary (tens of bytes), reserving some 50 times what a reduce ever reads.
+# an assumption rather than arithmetic: bounding the child's bytes instead would multiply by the
+# longest token in the vocabulary (dozens of bytes for runs of spaces or dashes) and reserve many
+# times what a reduce ever reads.
 REREAD_TOKENS_PER_OUTPUT_TOKEN = 2
 
 # Placeholders as wide as any real part number, so the map overhead does not depend on the

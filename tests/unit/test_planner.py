@@ -504,3 +504,24 @@ def test_a_vote_adds_nothing_to_the_bound() -> None:
         text_bytes(step_messages(plan, step)) + 2 * MESSAGE_OVERHEAD_TOKENS + 800 for step in plan.map_steps
     )
     assert token_bound(plan, 4096) == expected
+
+
+def test_steps_are_found_by_id() -> None:
+    plan = plan_of(paragraphs(2, Operation.SUMMARIZE, PlanParameters()))
+
+    assert plan.step("r1-0000") is plan.steps[-1]
+    with pytest.raises(KeyError):
+        plan.step("r9-0000")
+
+
+def test_classify_has_no_reduce_to_render_or_measure() -> None:
+    parameters = PlanParameters()
+    plan = plan_of(
+        paragraphs(2, Operation.CLASSIFY, parameters, LABELS), Operation.CLASSIFY, parameters, LABELS
+    )
+    stray = Step("r1-0000", StepKind.REDUCE, 1, None, ("m0000", "m0001"), None)
+
+    with pytest.raises(ValueError, match="classify plans have no reduce steps"):
+        step_messages(plan, stray, ["billing", "billing"])
+    with pytest.raises(ValueError, match="reduced by vote"):
+        reduce_overhead_tokens(Operation.CLASSIFY, "plan-v1", 2)

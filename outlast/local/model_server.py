@@ -14,14 +14,38 @@ must survive (DESIGN.md, "Model providers"):
 | `[[fault:content_policy]]` | always: 400 `content_policy_violation`                          |
 | `[[delay:SECONDS]]`        | wait that long before answering (the first delay directive)     |
 
+A directive applies to the call whose messages contain it, and only to that call: in a job run
+in steps, a directive inside one chunk affects that chunk's map call. No answer ever contains a
+directive (they are removed from the document and, to be sure, from the answer), so a reduce
+call never inherits a fault from the outputs it combines.
+
 Counted faults are keyed by the SHA-256 of the canonical JSON of the request's messages and
 run in the order they appear: `rate_limit*2` then `server_error*1` fails calls 1-2 with 429,
 call 3 with 500, and answers from call 4 on. `POST /_faults/reset` clears the counters only.
 
-Not part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished chat call
-(`requestHash`, `started`, `finished` as epoch seconds, `status` (null when no answer was
-sent), `outcome`, `model`, `operation`) in the order they finished; `POST /_calls/reset`
-clears that list only.
+Context: a call whose messages' text, estimated at ceil(UTF-8 bytes / 4) tokens (plus its
+`max_tokens`, when it sends one), is over the configured context (`context_tokens`, CLI
+`--context-tokens`, default 128,000) gets OpenAI's answer: 400, `invalid_request_error`, code
+`context_length_exceeded`, param `messages`, "This model's maximum context length is N tokens.
+However, your messages resulted in M tokens. ..." `usage.prompt_tokens` uses the same estimate.
+
+Answers are derived from the prompt: the operation and the kind of call (one call for the whole
+input, a map call over one part, a reduce call over `<part>`-fenced outputs) are recognised by
+the exact system prompt of any template version outlast ships, or else by a keyword. A map
+answer is the operation's answer for its part (a classify map answer is one of the labels); a
+summarize reduce joins the first sentence of each output, shortened to share
+`SUMMARY_MAX_WORDS`; an analyze reduce adds up the counts of the analyses it combines.
+
+Not part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished chat call in
+the order they finished, and `POST /_calls/reset` clears that list only. Each entry has
+`requestHash`, `started` and `finished` (epoch seconds), `status` (null when no answer was
+sent), `outcome` (`ok`, the fault's name, `context_length_exceeded` for a call over the
+context, `shutdown`, `unauthorized`, `invalid_request`), `model`, `operation`,
+`promptVersion` (the template version recognised, else null), `kind` (`single`, `map`,
+`reduce`, or null), and for map calls `part` and `parts` (the 1-based part number and the
+number of parts the prompt names; null otherwise). A step of a planned job sends the same
+messages on every attempt, so calls are counted per step by `requestHash` (the hash of the
+messages the planner renders for the step, `messages_hash`), or per map step by `part`.
 """
 
 from __future__ import annotations
@@ -47,7 +71,7 @@ from typing import Any
 
 from outlast.local.stop_signals import StopSignals
 from shared.contract import Operation
-from shared.prompts import TEMPLATES
+from shared.prompts import BY_VERSION, PART_CLOSE, PART_OPEN, PromptKind, PromptTemplate
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 STALL_LIMIT_SECONDS = 60.0
@@ -57,6 +81,8 @@ MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "gpt-4.1-nano")
 SUMMARY_SENTENCES = 2
 SUMMARY_MAX_WORDS = 60
 FREQUENT_WORDS = 5
+DEFAULT_CONTEXT_TOKENS = 128_000
+BYTES_PER_TOKEN = 4
 
 _COUNTED_FAULT = re.compile(r"\[\[fault:(rate_limit|server_error|timeout)\*(\d+)\]\]")
 _PERMANENT_FAULT = re.compile(r"\[\[fault:(context_length|content_policy)\]\]")
@@ -64,9 +90,14 @@ _DELAY = re.compile(r"\[\[delay:(\d+(?:\.\d*)?|\.\d+)\]\]")
 _DIRECTIVE = re.compile(r"\[\[(?:fault|delay):[^\]]*\]\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
+_PART = re.compile(rf"{re.escape(PART_OPEN)}\n(.*?)\n{re.escape(PART_CLOSE)}", re.DOTALL)
+_PART_NUMBER = re.compile(r"This is part (\d+) of (\d+)")
+_ANALYSIS_COUNT = re.compile(r"^(Words|Sentences): (\d+)$", re.MULTILINE)
+_ANALYSIS_FREQUENT = re.compile(r"^Most frequent words: (.*)$", re.MULTILINE)
+_FREQUENT_ITEM = re.compile(r"(\S+) \((\d+)\)")
 
-# Exact system prompts of the current templates; older prompt versions fall back to keywords.
-_OPERATION_BY_SYSTEM = {template.system: operation for operation, template in TEMPLATES.items()}
+# Exact system prompts of every template version shipped; other prompts fall back to keywords.
+_TEMPLATE_BY_SYSTEM = {template.system: template for template in BY_VERSION.values()}
 
 
 class InvalidRequestError(ValueError):
@@ -96,6 +127,12 @@ class ChatRequest:
         """Every message's text, where directives are looked for."""
         return "\n".join(_content_text(message) for message in self.messages)
 
+    @property
+    def prompt_tokens(self) -> int:
+        """The estimate of the messages' tokens: ceil(UTF-8 bytes of their text / 4)."""
+        size = sum(len(_content_text(message).encode("utf-8")) for message in self.messages)
+        return math.ceil(size / BYTES_PER_TOKEN)
+
     def last(self, role: str) -> str:
         """The text of the last message with this role, or empty."""
         found = [_content_text(m) for m in self.messages if m.get("role") == role]
@@ -112,16 +149,29 @@ class CallOutcome:
 
     def record(self, started: float, finished: float) -> dict[str, Any]:
         """The call's entry in `GET /_calls`."""
-        operation = detect_operation(self.request.last("system")) if self.request else None
-        return {
-            "requestHash": self.request.request_hash if self.request else None,
-            "started": started,
-            "finished": finished,
-            "status": self.status,
-            "outcome": self.outcome,
-            "model": self.request.model if self.request else None,
-            "operation": operation.value if operation else None,
-        }
+        entry: dict[str, Any] = {"started": started, "finished": finished, "status": self.status}
+        entry["outcome"] = self.outcome
+        return entry | (_describe(self.request) if self.request else dict.fromkeys(_DESCRIPTION_KEYS))
+
+
+_DESCRIPTION_KEYS = ("requestHash", "model", "operation", "promptVersion", "kind", "part", "parts")
+
+
+def _describe(request: ChatRequest) -> dict[str, Any]:
+    """What the call log says about a request: its hash, and which prompt and part it is."""
+    system = request.last("system")
+    operation, template = detect_operation(system), detect_template(system)
+    is_map = template is not None and template.kind is PromptKind.MAP
+    part, parts = part_of(request.last("user")) if is_map else (None, None)
+    return {
+        "requestHash": request.request_hash,
+        "model": request.model,
+        "operation": operation.value if operation else None,
+        "promptVersion": template.version if template else None,
+        "kind": template.kind.value if template else None,
+        "part": part,
+        "parts": parts,
+    }
 
 
 # --- the request --------------------------------------------------------------------------
@@ -170,10 +220,16 @@ def _authorized(header: str | None) -> bool:
 # --- the deterministic model ----------------------------------------------------------------
 
 
+def detect_template(system: str) -> PromptTemplate | None:
+    """The template version the worker rendered, when its system prompt is one outlast ships."""
+    return _TEMPLATE_BY_SYSTEM.get(system)
+
+
 def detect_operation(system: str) -> Operation | None:
-    """Which template the worker rendered, from its system prompt."""
-    if system in _OPERATION_BY_SYSTEM:
-        return _OPERATION_BY_SYSTEM[system]
+    """Which operation the worker asked for, from its system prompt."""
+    template = detect_template(system)
+    if template is not None:
+        return template.operation
     lowered = system.lower()
     for operation, keyword in (
         (Operation.CLASSIFY, "classify"),
@@ -185,11 +241,31 @@ def detect_operation(system: str) -> Operation | None:
     return None
 
 
+def strip_directives(text: str) -> str:
+    """The text without directives, removed until none is left (removing one can't form another)."""
+    while True:
+        stripped = _DIRECTIVE.sub("", text)
+        if stripped == text:
+            return text
+        text = stripped
+
+
 def document_of(user: str) -> str:
     """The text between <document> tags (the whole message when there are none), directives removed."""
     start, end = user.find("<document>"), user.rfind("</document>")
     text = user[start + len("<document>") : end] if 0 <= start < end else user
-    return _DIRECTIVE.sub("", text).strip()
+    return strip_directives(text).strip()
+
+
+def parts_of(user: str) -> list[str]:
+    """The outputs a reduce prompt combines, in order, directives removed."""
+    return [strip_directives(part).strip() for part in _PART.findall(user)]
+
+
+def part_of(user: str) -> tuple[int | None, int | None]:
+    """The part number and the number of parts a map prompt names, read before its document."""
+    found = _PART_NUMBER.search(user.split("<document>", 1)[0])
+    return (int(found.group(1)), int(found.group(2))) if found else (None, None)
 
 
 def labels_of(user: str) -> list[str]:
@@ -214,13 +290,20 @@ def summarize(document: str) -> str:
 
 def analyze(document: str) -> str:
     """A few facts anyone can recompute from the document."""
+    return _format_analysis(*_analysis_counts(document))
+
+
+def _analysis_counts(document: str) -> tuple[int, int, Counter[str]]:
     words = [w.lower() for w in _WORD.findall(document)]
     sentences = [s for s in _SENTENCE_END.split(document.strip()) if s.strip()]
     # Short words are mostly articles and prepositions: they would top every document.
-    frequent = Counter(w for w in words if len(w) > 3)
+    return len(words), len(sentences), Counter(w for w in words if len(w) > 3)
+
+
+def _format_analysis(words: int, sentences: int, frequent: Counter[str]) -> str:
     top = sorted(frequent.items(), key=lambda item: (-item[1], item[0]))[:FREQUENT_WORDS]
     listed = ", ".join(f"{word} ({count})" for word, count in top) or "none"
-    return f"Words: {len(words)}\nSentences: {len(sentences)}\nMost frequent words: {listed}"
+    return f"Words: {words}\nSentences: {sentences}\nMost frequent words: {listed}"
 
 
 def classify(document: str, labels: list[str]) -> str:
@@ -236,16 +319,56 @@ def classify(document: str, labels: list[str]) -> str:
     return labels[int.from_bytes(digest[:8], "big") % len(labels)]
 
 
+def combine_summaries(parts: list[str]) -> str:
+    """The first sentence of each summary, in order, each shortened to its share of the words."""
+    share = max(1, SUMMARY_MAX_WORDS // max(1, len(parts)))
+    firsts: list[str] = []
+    for part in parts:
+        sentences = [s for s in _SENTENCE_END.split(" ".join(part.split())) if s]
+        if sentences:
+            words = sentences[0].split()
+            firsts.append(" ".join(words[:share]) + (" ..." if len(words) > share else ""))
+    return " ".join(firsts) if firsts else "The document is empty."
+
+
+def combine_analyses(parts: list[str]) -> str:
+    """One analysis summing the counts of those it combines (a part that is no analysis is analyzed)."""
+    words = sentences = 0
+    frequent: Counter[str] = Counter()
+    for part in parts:
+        part_words, part_sentences, part_frequent = _parse_analysis(part) or _analysis_counts(part)
+        words, sentences = words + part_words, sentences + part_sentences
+        frequent.update(part_frequent)
+    return _format_analysis(words, sentences, frequent)
+
+
+def _parse_analysis(text: str) -> tuple[int, int, Counter[str]] | None:
+    """The counts of an analysis this server wrote; None when the text is not one."""
+    counts = dict(_ANALYSIS_COUNT.findall(text))
+    listed = _ANALYSIS_FREQUENT.search(text)
+    if "Words" not in counts or "Sentences" not in counts or listed is None:
+        return None
+    frequent = Counter({word: int(count) for word, count in _FREQUENT_ITEM.findall(listed.group(1))})
+    return int(counts["Words"]), int(counts["Sentences"]), frequent
+
+
 def answer(request: ChatRequest) -> str:
-    """The model's answer to the operation the prompt asks for."""
-    operation = detect_operation(request.last("system"))
-    user = request.last("user")
+    """The model's answer to the operation the prompt asks for, never holding a directive."""
+    system, user = request.last("system"), request.last("user")
+    operation = detect_operation(system)
+    template = detect_template(system)
+    if template is not None and template.kind is PromptKind.REDUCE:
+        parts = parts_of(user)
+        combined = combine_analyses(parts) if operation is Operation.ANALYZE else combine_summaries(parts)
+        return strip_directives(combined)
     document = document_of(user)
     if operation is Operation.CLASSIFY:
-        return classify(document, labels_of(user))
-    if operation is Operation.ANALYZE:
-        return analyze(document)
-    return summarize(document)  # summarize, and any prompt this server doesn't know
+        result = classify(document, labels_of(user))
+    elif operation is Operation.ANALYZE:
+        result = analyze(document)
+    else:
+        result = summarize(document)  # summarize, and any prompt this server doesn't know
+    return strip_directives(result)
 
 
 def count_tokens(text: str) -> int:
@@ -267,7 +390,7 @@ def truncate(text: str, max_tokens: int | None) -> tuple[str, bool]:
 def completion(request: ChatRequest) -> Reply:
     """A chat.completion object answering the request."""
     content, cut = truncate(answer(request), request.max_tokens)
-    prompt_tokens, completion_tokens = count_tokens(request.text), count_tokens(content)
+    prompt_tokens, completion_tokens = request.prompt_tokens, count_tokens(content)
     body = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -319,6 +442,33 @@ def fault_reply(fault: str) -> Reply:
     return error_reply(500, message, "server_error", None)
 
 
+def context_reply(request: ChatRequest, context_tokens: int) -> Reply | None:
+    """OpenAI's 400 when the messages (plus max_tokens, when sent) exceed the context; else None."""
+    prompt = request.prompt_tokens
+    if request.max_tokens is not None and prompt + request.max_tokens > context_tokens:
+        message = (
+            f"This model's maximum context length is {context_tokens} tokens. However, you requested "
+            f"{prompt + request.max_tokens} tokens ({prompt} in the messages, {request.max_tokens} in "
+            "the completion). Please reduce the length of the messages or completion."
+        )
+    elif prompt > context_tokens:
+        message = (
+            f"This model's maximum context length is {context_tokens} tokens. However, your messages "
+            f"resulted in {prompt} tokens. Please reduce the length of the messages."
+        )
+    else:
+        return None
+    body = {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+    return Reply(400, body)
+
+
 def delay_seconds(text: str) -> float:
     """The first [[delay:SECONDS]] directive, or no delay."""
     found = _DELAY.search(text)
@@ -331,8 +481,9 @@ def delay_seconds(text: str) -> float:
 class ServerState:
     """Fault counters, the call log and live connections, shared by the handler threads."""
 
-    def __init__(self, *, verbose: bool) -> None:
+    def __init__(self, *, verbose: bool, context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> None:
         self.verbose = verbose
+        self.context_tokens = context_tokens
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._counters: dict[str, int] = {}
@@ -516,7 +667,14 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None:
             reply = error_reply(400, problem, "invalid_request_error", None)
             return self._send(reply, CallOutcome("invalid_request", 400))
+        return self._answer_chat(request)
+
+    def _answer_chat(self, request: ChatRequest) -> CallOutcome:
         state = self.server.state
+        # Checked before any fault is counted: OpenAI refuses such a request before doing anything.
+        too_long = context_reply(request, state.context_tokens)
+        if too_long is not None:
+            return self._send(too_long, CallOutcome("context_length_exceeded", too_long.status, request))
         fault = state.take_fault(request)
         delay = delay_seconds(request.text)
         if delay and state.stopping.wait(delay):
@@ -568,8 +726,17 @@ def _not_found(path: str) -> Reply:
 class ModelServer:
     """The model server on a background daemon thread; `url` is what OPENAI_BASE_URL takes."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False) -> None:
-        self._state = ServerState(verbose=verbose)
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        verbose: bool = False,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    ) -> None:
+        if context_tokens < 1:
+            raise ValueError("context_tokens must be at least 1")
+        self._state = ServerState(verbose=verbose, context_tokens=context_tokens)
         self._httpd = _HTTPServer((host, port), self._state)
         self._thread: threading.Thread | None = None
 
@@ -615,16 +782,31 @@ class ModelServer:
         self.stop()
 
 
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m outlast.local.model_server`: serve until Ctrl-C or SIGTERM."""
     parser = argparse.ArgumentParser(description="outlast's local OpenAI-compatible model server")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8400)
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    parser.add_argument(
+        "--context-tokens",
+        type=_positive_int,
+        default=DEFAULT_CONTEXT_TOKENS,
+        help=f"the model's context in tokens estimated as ceil(bytes / 4) (default {DEFAULT_CONTEXT_TOKENS})",
+    )
     args = parser.parse_args(argv)
 
     stop = StopSignals().install()
-    server = ModelServer(args.host, args.port, verbose=args.verbose).start()
+    server = ModelServer(
+        args.host, args.port, verbose=args.verbose, context_tokens=args.context_tokens
+    ).start()
     sys.stdout.write(f"model server: {server.url}\n")
     sys.stdout.flush()
     stop.wait()

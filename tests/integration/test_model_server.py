@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import math
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,9 +19,10 @@ from typing import Any
 import openai
 import pytest
 
-from outlast.local.model_server import MAX_BODY_BYTES, ModelServer
+from outlast.local.model_server import MAX_BODY_BYTES, ModelServer, messages_hash
 from shared.contract import Operation
-from shared.prompts import template_for
+from shared.planner import PlanParameters, StepPlan, final_output, plan_job, step_messages
+from shared.prompts import MAP_TEMPLATES, REDUCE_TEMPLATES, template_for
 
 pytestmark = pytest.mark.integration
 
@@ -332,6 +335,193 @@ def test_main_serves_until_terminated() -> None:
         url = line.removeprefix("model server: ")
         client = openai.OpenAI(base_url=url, api_key="local", max_retries=0, timeout=10)
         assert MODEL in [model.id for model in client.models.list()]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+
+
+# --- long inputs: the context, map and reduce prompts ------------------------------------------
+
+
+def six_hundred_kb() -> str:
+    """About 600 KB of sentences: about 150k estimated tokens, over the default 128k context."""
+    return "".join(f"Sentence {n} of the long report says something new. " for n in range(12_000))
+
+
+def test_a_call_over_the_context_is_refused_as_openai_does(server: ModelServer) -> None:
+    # Given today's single call for a 600 KB document
+    chat = messages(Operation.SUMMARIZE, six_hundred_kb())
+    estimate = math.ceil(sum(len(m["content"].encode()) for m in chat) / 4)
+    assert estimate > 128_000
+
+    # When it is sent
+    with pytest.raises(openai.BadRequestError) as raised:
+        ask(client_for(server), chat)
+
+    # Then the answer is OpenAI's context_length_exceeded
+    error = raised.value
+    assert error.status_code == 400
+    assert (error.code, error.type, error.param) == (
+        "context_length_exceeded",
+        "invalid_request_error",
+        "messages",
+    )
+    assert error.body == {
+        "message": (
+            f"This model's maximum context length is 128000 tokens. However, your messages resulted in "
+            f"{estimate} tokens. Please reduce the length of the messages."
+        ),
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+    [call] = control(server, "GET", "/_calls")
+    assert (call["outcome"], call["status"], call["kind"]) == ("context_length_exceeded", 400, "single")
+
+
+def test_the_context_counts_max_tokens_and_its_edge_is_inclusive() -> None:
+    chat = messages(Operation.SUMMARIZE, TEXT)
+    estimate = math.ceil(sum(len(m["content"].encode()) for m in chat) / 4)
+
+    with ModelServer(context_tokens=estimate + 10) as server:
+        client = client_for(server)
+        # Messages alone fit; with room for exactly 10 more tokens, max_tokens=10 fits too
+        assert ask(client, chat)
+        assert ask(client, chat, max_tokens=10)
+        # One token more is refused, in the form OpenAI uses when a completion is requested
+        with pytest.raises(openai.BadRequestError) as raised:
+            ask(client, chat, max_tokens=11)
+
+    assert raised.value.code == "context_length_exceeded"
+    assert (
+        f"However, you requested {estimate + 11} tokens ({estimate} in the messages, 11 in the completion)."
+        in raised.value.message
+    )
+
+
+def test_a_refusal_for_context_spends_no_counted_fault() -> None:
+    chat = messages(Operation.SUMMARIZE, "[[fault:rate_limit*1]] " + TEXT)
+    estimate = math.ceil(sum(len(m["content"].encode()) for m in chat) / 4)
+
+    with ModelServer(context_tokens=estimate) as server:
+        client = client_for(server)
+        with pytest.raises(openai.BadRequestError):
+            ask(client, chat, max_tokens=1)
+        # The rate limit still fires on the first call that fits
+        with pytest.raises(openai.RateLimitError):
+            ask(client, chat)
+        assert ask(client, chat)
+
+
+def test_the_same_document_in_planned_steps_fits_with_one_call_per_step(server: ModelServer) -> None:
+    # Given the 600 KB document planned in steps
+    text = six_hundred_kb()
+    plan = plan_job(text, Operation.SUMMARIZE, PlanParameters(), prompt_version="summarize-v1")
+    assert plan.total_steps > 2
+
+    # When every step is run in order, each reduce reading its children's outputs
+    outputs = run_plan(client_for(server), plan)
+
+    # Then every call succeeded, one per step, and the result combines the parts
+    calls = control(server, "GET", "/_calls")
+    assert [c["outcome"] for c in calls] == ["ok"] * plan.total_steps
+    expected_hashes = [
+        messages_hash(step_messages(plan, s, [outputs[i] for i in s.inputs])) for s in plan.steps
+    ]
+    assert Counter(c["requestHash"] for c in calls) == Counter(expected_hashes)
+    result = final_output(plan, outputs)
+    assert result.startswith("Sentence 0 of the long report")
+    assert len(result.split()) <= 64  # a share of 60 words for each of the last reduce's outputs
+    maps = [c for c in calls if c["kind"] == "map"]
+    assert sorted(c["part"] for c in maps) == list(range(1, len(plan.chunks) + 1))
+    assert {c["parts"] for c in maps} == {len(plan.chunks)}
+    assert {c["promptVersion"] for c in calls} == {"summarize-map-v1", "summarize-reduce-v1"}
+
+
+def run_plan(client: openai.OpenAI, plan: StepPlan) -> dict[str, str]:
+    """Every step of the plan in order, as a worker without concurrency would run them."""
+    outputs: dict[str, str] = {}
+    for step in plan.steps:
+        chat = step_messages(plan, step, [outputs[child] for child in step.inputs])
+        options = {"max_tokens": step.max_tokens} if step.max_tokens is not None else {}
+        outputs[step.step_id] = ask(client, chat, **options)
+    return outputs
+
+
+def test_a_fault_in_one_chunk_fails_only_that_call_and_is_never_echoed(server: ModelServer) -> None:
+    # Given a plan of three chunks, the second holding a counted rate limit
+    parameters = PlanParameters(chunk_tokens=400, step_output_tokens=100)
+    text = "".join(
+        f"Part {n} opens here. {'[[fault:rate_limit*2]] ' if n == 1 else ''}"
+        + "More words follow. " * 60
+        + "\n\n"
+        for n in range(3)
+    )
+    plan = plan_job(text, Operation.SUMMARIZE, parameters, prompt_version="summarize-v1")
+    assert [c.count("[[fault:") for c in plan.chunks[:3]] == [0, 1, 0]
+    client = client_for(server)
+    second = plan.steps[1]
+
+    # When the faulted map step is called until it answers
+    for _ in range(2):
+        with pytest.raises(openai.RateLimitError):
+            ask(client, step_messages(plan, second))
+    summary = ask(client, step_messages(plan, second))
+
+    # Then its answer holds no directive, and the rest of the plan runs without a fault
+    assert "[[" not in summary
+    assert summary.startswith("Part 1 opens here.")
+    outputs = run_plan(client, plan)
+    assert all("[[" not in output for output in outputs.values())
+    calls = control(server, "GET", "/_calls")
+    failed = [c for c in calls if c["outcome"] != "ok"]
+    assert [(c["outcome"], c["part"]) for c in failed] == [("rate_limit", 2), ("rate_limit", 2)]
+
+
+def test_analyze_reduces_add_up_the_analyses_of_the_parts(server: ModelServer) -> None:
+    client = client_for(server)
+    reduce_chat = REDUCE_TEMPLATES[Operation.ANALYZE].render_parts(
+        [
+            ask(
+                client,
+                MAP_TEMPLATES[Operation.ANALYZE].render(
+                    "Refund the payment. Refund it now.", part=1, parts=2
+                ),
+            ),
+            ask(client, MAP_TEMPLATES[Operation.ANALYZE].render("The payment was late.", part=2, parts=2)),
+        ]
+    )
+
+    assert ask(client, reduce_chat).splitlines() == [
+        "Words: 10",
+        "Sentences: 3",
+        "Most frequent words: payment (2), refund (2), late (1)",
+    ]
+
+
+def test_a_classify_map_answers_one_of_the_labels(server: ModelServer) -> None:
+    chat = MAP_TEMPLATES[Operation.CLASSIFY].render(
+        "Where is my parcel? The shipping is slow.", LABELS, part=4, parts=9
+    )
+
+    assert ask(client_for(server), chat) == "shipping"
+    [call] = control(server, "GET", "/_calls")
+    assert (call["operation"], call["kind"], call["part"], call["parts"]) == ("classify", "map", 4, 9)
+
+
+def test_main_takes_the_context_size() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "outlast.local.model_server", "--port", "0", "--context-tokens", "50"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip().removeprefix("model server: ")
+        client = openai.OpenAI(base_url=url, api_key="local", max_retries=0, timeout=10)
+        with pytest.raises(openai.BadRequestError) as raised:
+            ask(client, messages(Operation.SUMMARIZE, TEXT * 3))
+        assert "maximum context length is 50 tokens" in raised.value.message
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0

@@ -28,9 +28,9 @@ def test_one_job_that_kills_every_worker_fails_alone_and_the_other_nine_succeed(
 ) -> None:
     """Model calls spent, exactly: the culprit makes none (it kills the worker before its call, each
     time). Each of the nine others makes two: one in the crashed batch (in flight when the worker
-    died, its answer never read) and one when it runs again alone from the isolation queue. So 18
-    calls for 9 results; before crash isolation, the crash charged every job an attempt and a job
-    that met the culprit three times failed with retries_exhausted."""
+    died, never answered) and one when it runs again alone from the isolation queue. So 18 calls
+    for 9 results; before crash isolation, the crash charged every job an attempt and a job that
+    met the culprit three times failed with retries_exhausted."""
     pipeline = patient_pipeline
     # Given a worker that dies whenever the culprit is about to call the model: in the shared batch
     # only once the nine other calls are in flight, so that every batch-mate loses one answer
@@ -53,7 +53,9 @@ def test_one_job_that_kills_every_worker_fails_alone_and_the_other_nine_succeed(
         pipeline.submit(
             {
                 "operation": "summarize",
-                "input": {"text": f"Report {n}. [[delay:1]] {KILLER if n == 3 else 'Harmless.'}"},
+                # Each harmless job's first call stalls until the client gives up: it is surely in
+                # flight when the worker dies; its later calls are answered at once.
+                "input": {"text": f"Report {n}. {KILLER if n == 3 else 'Harmless. [[fault:timeout*1]]'}"},
             },
             key=f"isolation-{n}",
         )["body"]["jobId"]

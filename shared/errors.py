@@ -7,6 +7,7 @@ library, a provider payload or an internal value such as a lease token or a fing
 from __future__ import annotations
 
 
+
 class OutlastError(Exception):
     """Base of every error the domain raises on purpose."""
 
@@ -129,3 +130,10 @@ class TerminalProviderError(ProviderError):
         super().__init__(detail)
         self.job_code = job_code
         self.usage = usage
+
+
+class WebhookSignatureError(OutlastError):
+    """A webhook's headers do not prove it came from the holder of the secret, just now."""
+
+    code = "webhook_signature_invalid"
+

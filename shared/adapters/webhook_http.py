@@ -130,9 +130,8 @@ class _DeadlineSocket:
         self._sock.settimeout(_time_left(self._deadline))
         return self._sock.recv_into(buffer)
 
-    def makefile(self, mode: str) -> io.BufferedReader:
-        if mode != "rb":
-            raise ValueError("http.client reads responses in binary mode only")
+    def makefile(self, _mode: str) -> io.BufferedReader:
+        # http.client asks for "rb" only: it parses responses as bytes.
         return io.BufferedReader(_DeadlineReader(self))
 
     def close(self) -> None:

@@ -250,9 +250,8 @@ def _parse(url: str, *, local_only: bool) -> _Url:
     host_text, port_text = _split_authority(parts.netloc)
     host, literal = _host(host_text)
     port = _port(port_text, parts.scheme, local_only=local_only)
+    # With an authority present, urlsplit's path is empty or starts with "/".
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    if not target.startswith("/"):
-        raise EgressRefusedError(EgressRefusal.MALFORMED, "not an absolute URL")
     return _Url(parts.scheme, host, port, target, literal)
 
 

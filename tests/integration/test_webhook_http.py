@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import trustme
 
-from shared.adapters.webhook_http import USER_AGENT, HttpWebhookPoster
+from shared.adapters.webhook_http import USER_AGENT, HttpWebhookPoster, resolve_system
+from shared.errors import EgressRefusedError
 from shared.ports import TransportFailure
 from shared.webhooks import signing
 from shared.webhooks.egress import Destination, check_url
@@ -309,3 +310,16 @@ def _answer_once(server: socket.socket, answer: bytes) -> None:
     with connection:
         connection.recv(65536)
         connection.sendall(answer)
+
+
+class TestSystemResolver:
+    def test_an_address_literal_resolves_to_itself(self) -> None:
+        assert resolve_system("127.0.0.1", 443) == ["127.0.0.1"]
+
+    def test_the_guard_over_the_system_resolver_allows_localhost_only_in_local_mode(self) -> None:
+        destination = check_url("http://localhost:8123/hook", resolve_system, local_only=True)
+
+        assert destination.address in {"127.0.0.1", "::1"}
+        with pytest.raises(EgressRefusedError) as raised:
+            check_url("https://localhost:8443/hook", resolve_system)
+        assert raised.value.address_class == "loopback"

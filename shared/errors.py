@@ -6,6 +6,8 @@ library, a provider payload or an internal value such as a lease token or a fing
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 
 class OutlastError(Exception):
     """Base of every error the domain raises on purpose."""
@@ -136,3 +138,45 @@ class TerminalProviderError(ProviderError):
 
 class UnknownPromptVersionError(Exception):
     """A job names a prompt version this deploy does not have (a rollout in progress)."""
+
+
+class WebhookSignatureError(OutlastError):
+    """A webhook's headers do not prove it came from the holder of the secret, just now."""
+
+    code = "webhook_signature_invalid"
+
+
+class EgressRefusal(StrEnum):
+    """Why the egress guard refused a webhook URL (stable: the operator CLI and records show it)."""
+
+    MALFORMED = "malformed"  # not a plain absolute URL: whitespace, controls, backslashes, a fragment
+    SCHEME = "scheme"  # not https (plain http only with the local-only flag)
+    USERINFO = "userinfo"  # user:password@ in the authority
+    PORT = "port"  # a port outside what the guard allows
+    HOST = "host"  # not a DNS name or an IP literal
+    NUMERIC_HOST = "numeric_host"  # an IPv4 address spelled other than as a dotted quad
+    UNRESOLVED = "unresolved"  # the name resolves to nothing
+    ADDRESS = "address"  # an address that is not global (loopback, private, link-local, ...)
+
+
+class EgressRefusedError(OutlastError):
+    """The egress guard refused a webhook destination; nothing was sent.
+
+    `address` and `address_class` are set for ADDRESS refusals: the offending address and the
+    special-purpose range it falls in (for example "loopback" or "link-local").
+    """
+
+    code = "egress_refused"
+
+    def __init__(
+        self,
+        reason: EgressRefusal,
+        detail: str,
+        *,
+        address: str | None = None,
+        address_class: str | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.address = address
+        self.address_class = address_class

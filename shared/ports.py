@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -20,6 +21,7 @@ from shared.job import (
     Usage,
 )
 from shared.lifecycle import TERMINAL, JobStatus
+from shared.webhooks.egress import Destination
 
 
 @dataclass(frozen=True)
@@ -280,4 +282,45 @@ class SecretSource(Protocol):
 
     def get(self, name: str) -> str:
         """The secret's current value."""
+        ...
+
+
+class TransportFailure(StrEnum):
+    """Why a webhook attempt got no HTTP answer."""
+
+    TIMEOUT = "timeout"  # the attempt's deadline passed (connect, TLS, send and read together)
+    CONNECTION = "connection"  # refused, reset, unreachable
+    TLS = "tls"  # handshake or certificate verification failed
+    PROTOCOL = "protocol"  # the peer answered something that is not HTTP/1.x
+
+
+@dataclass(frozen=True)
+class PostResult:
+    """What one webhook attempt got: a status, or a transport failure; never the response body.
+
+    `retry_after` is the raw Retry-After header (seconds or an HTTP date) when one came back.
+    A redirect is an answer like any other: its 3xx status is returned, never followed.
+    """
+
+    status: int | None
+    failure: TransportFailure | None
+    retry_after: str | None
+    latency_ms: int
+
+    @property
+    def delivered(self) -> bool:
+        """True for a 2xx answer: the only outcome that counts as delivered."""
+        return self.status is not None and 200 <= self.status < 300
+
+
+class WebhookPoster(Protocol):
+    """POSTs one signed webhook body to a checked Destination.
+
+    The adapter connects to `destination.address` and never resolves the name again; TLS
+    sends `destination.host` as SNI and verifies the certificate against it. No redirects,
+    no proxies, one deadline over the whole attempt.
+    """
+
+    def post(self, destination: Destination, body: bytes, headers: Mapping[str, str]) -> PostResult:
+        """Make exactly one attempt; transport errors come back as a PostResult, never raised."""
         ...

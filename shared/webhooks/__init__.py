@@ -1,0 +1,1 @@
+"""Webhooks for backends: Standard Webhooks signing, event ids and the egress guard (all pure)."""

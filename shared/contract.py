@@ -169,6 +169,8 @@ class StatusDocument(ResponseModel):
     updated_at: Timestamp
     expires_at: Timestamp
     attempts: int
+    # Grows with every write of the job: of two documents of one job, the higher is the newer.
+    revision: int
     cancel_requested_at: Timestamp | None
     result_url: str | None
     error: ErrorDocument | None

@@ -60,6 +60,8 @@ class JobSummary(BaseModel):
     cancel_requested_at: datetime | None = None
     error: JobError | None = None
     usage: Usage | None = None
+    # +1 on every write of the job item: a job as submit first writes it is revision 1.
+    revision: int = 1
 
     def status_document(self) -> StatusDocument:
         """The caller's view: no lease, fingerprint, model internals or storage locations."""
@@ -71,6 +73,7 @@ class JobSummary(BaseModel):
             updated_at=self.updated_at,
             expires_at=self.expires_at,
             attempts=self.attempts,
+            revision=self.revision,
             cancel_requested_at=self.cancel_requested_at,
             result_url=f"/v1/jobs/{self.job_id}/result" if self.status is JobStatus.SUCCEEDED else None,
             error=ErrorDocument(code=self.error.code, message=self.error.message) if self.error else None,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.adapters.dynamo_items import sweep_shard
+from shared.adapters.dynamodb_jobs import write_kind
 from shared.clock import to_iso
 from shared.contract import Operation
 from shared.cursor import ListPosition
@@ -75,6 +76,14 @@ class InMemoryJobRepository:
         self.sweep_at: dict[str, datetime] = {}  # the sparse sweeper index: watched jobs only
         self.submits: Counter[tuple[str, datetime]] = Counter()
         self.writes: list[str] = []
+        self.write_kinds: dict[str, str] = {}  # `w` of each job's last write, as the adapter sets it
+
+    def _written(self, job: JobRecord, kind: str) -> JobRecord:
+        """Every job write counts itself (revision + 1) and says what it was (`w`), like the adapter."""
+        written = job.model_copy(update={"revision": job.revision + 1})
+        self.jobs[written.job_id] = written
+        self.write_kinds[written.job_id] = kind
+        return written
 
     def claim_idempotency_key(self, record: IdempotencyRecord, now: datetime) -> IdempotencyRecord | None:
         """`attribute_not_exists(pk) OR expiresAt < :now`: an expired claim is overwritten."""
@@ -94,7 +103,8 @@ class InMemoryJobRepository:
         """`attribute_not_exists(pk)`: True only for the call that created it."""
         if job.job_id in self.jobs:
             return False
-        self.jobs[job.job_id] = job
+        self.jobs[job.job_id] = job  # a new job is its own first write (revision 1)
+        self.write_kinds[job.job_id] = "submit"
         self.sweep_at[job.job_id] = sweep_at
         self.writes.append("create_job")
         return True
@@ -136,8 +146,7 @@ class InMemoryJobRepository:
         if current is None or not _conditions_hold(current, transition):
             raise TransitionConflictError(current)
         changes = {**_lifecycle_changes(current, transition), **_field_changes(current, transition)}
-        written = current.model_copy(update=changes)
-        self.jobs[written.job_id] = written
+        written = self._written(current.model_copy(update=changes), write_kind(transition))
         if transition.target in TERMINAL:
             self.sweep_at.pop(written.job_id, None)
         elif transition.sweep_at is not None:
@@ -159,8 +168,9 @@ class InMemoryJobRepository:
         current = self.jobs.get(job_id)
         if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
             raise TransitionConflictError(current)
-        written = current.model_copy(update={"lease_expires_at": lease.expires_at})
-        self.jobs[job_id] = written
+        written = self._written(
+            current.model_copy(update={"lease_expires_at": lease.expires_at}), "heartbeat"
+        )
         self.writes.append("heartbeat")
         return written
 
@@ -173,8 +183,7 @@ class InMemoryJobRepository:
             or current.dispatch_at != job.dispatch_at
         ):
             raise TransitionConflictError(current)
-        written = current.model_copy(update={"dispatch_at": now, "updated_at": now})
-        self.jobs[job.job_id] = written
+        written = self._written(current.model_copy(update={"dispatch_at": now, "updated_at": now}), "bump")
         self.sweep_at[job.job_id] = sweep_at
         self.writes.append("bump_dispatch")
         return written
@@ -190,6 +199,7 @@ class InMemoryJobRepository:
             raise TransitionConflictError(current)
         if job.job_id in self.sweep_at:
             self.sweep_at[job.job_id] = sweep_at
+        self._written(current, "defer")
         self.writes.append("defer_sweep")
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:

@@ -20,6 +20,9 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 JOB_SORT_VALUE = "JOB"
+# `w`: the kind of the last write of a job item (the notifier's stream filter reads it).
+WRITE_KIND_ATTRIBUTE = "w"
+REVISION_ATTRIBUTE = "revision"
 INPUT_SORT_VALUE = "INPUT"
 RESULT_SORT_VALUE = "RESULT"
 
@@ -93,6 +96,9 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         "leaseToken": job.lease_token,
         "leaseExpiresAt": _optional_iso(job.lease_expires_at),
         "resultLocation": job.result_location,
+        # A new item is the first write: revision 1, written by the submit.
+        REVISION_ATTRIBUTE: job.revision,
+        WRITE_KIND_ATTRIBUTE: "submit",
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -127,6 +133,8 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
         "error": error,
         "usage": usage,
+        # Absent from the list index (not projected: it changes on every write, heartbeats too).
+        "revision": values.get(REVISION_ATTRIBUTE, 0),
     }
 
 

@@ -10,6 +10,8 @@ from botocore.exceptions import ClientError
 from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
+    REVISION_ATTRIBUTE,
+    WRITE_KIND_ATTRIBUTE,
     idempotency_from_item,
     idempotency_key,
     idempotency_to_item,
@@ -164,7 +166,9 @@ class DynamoJobRepository:
     def transition(self, transition: Transition) -> JobRecord:
         """One conditional UpdateItem: the lifecycle edge, the lease, and the index keys together."""
         check_transition(transition.source, transition.target, operator_redrive=transition.operator_redrive)
-        return self._conditional_update(transition.job_id, _transition_update(transition))
+        return self._conditional_update(
+            transition.job_id, _transition_update(transition), write_kind(transition)
+        )
 
     def take_submit_quota(self, owner_key: str, window_start: datetime, limit: int) -> bool:
         """One conditional ADD on the owner's counter for this minute; the item expires by TTL."""
@@ -195,7 +199,7 @@ class DynamoJobRepository:
         update.require(f"{status} IN ({running}, {requested})")
         update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
         update.set("leaseExpiresAt", to_iso(lease.expires_at))
-        return self._conditional_update(job_id, update)
+        return self._conditional_update(job_id, update, "heartbeat")
 
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
         """Pending stays Pending; the compare on dispatchAt makes this the one re-send of the period."""
@@ -204,7 +208,7 @@ class DynamoJobRepository:
         update.require(f"{update.name('dispatchAt')} = {update.value(to_iso(job.dispatch_at))}")
         update.set("dispatchAt", to_iso(now)).set("updatedAt", to_iso(now))
         update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(job.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
-        return self._conditional_update(job.job_id, update)
+        return self._conditional_update(job.job_id, update, "bump")
 
     def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
         """Move a watched job's sweepAt later, if it has not changed status or lease since it was read."""
@@ -213,7 +217,7 @@ class DynamoJobRepository:
         if job.lease_token is not None:
             update.require(f"{update.name('leaseToken')} = {update.value(job.lease_token)}")
         update.set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
-        self._conditional_update(job.job_id, update)
+        self._conditional_update(job.job_id, update, "defer")
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
         """One query on the sparse sweeper index: only watched jobs carry its keys, so no scan."""
@@ -228,7 +232,9 @@ class DynamoJobRepository:
             )
         return [item[r.PARTITION_KEY]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
 
-    def _conditional_update(self, job_id: str, update: UpdateBuilder) -> JobRecord:
+    def _conditional_update(self, job_id: str, update: UpdateBuilder, kind: str) -> JobRecord:
+        # Every job write says what it was and counts itself: the stream's consumers read both.
+        update.set(WRITE_KIND_ATTRIBUTE, kind).add(REVISION_ATTRIBUTE, 1)
         try:
             with storage_errors():
                 response = self._client.update_item(
@@ -244,6 +250,19 @@ class DynamoJobRepository:
             old = _old_item(error)
             raise TransitionConflictError(job_from_item(old) if old else None) from None
         return job_from_item(response["Attributes"])
+
+
+def write_kind(t: Transition) -> str:
+    """The `w` of a transition: what kind of write it is, for the stream's consumers."""
+    if t.operator_redrive:
+        return "redrive"
+    if t.target in TERMINAL:
+        return "terminal"
+    if t.target is JobStatus.RUNNING:
+        return "claim"
+    if t.target is JobStatus.CANCELLATION_REQUESTED:
+        return "cancel"
+    return "release"  # back to Pending: a worker's release, a sweeper or operator recovery
 
 
 def _transition_update(t: Transition) -> UpdateBuilder:

@@ -26,6 +26,7 @@ STATUS_DOCUMENT_FIELDS = {
     "updatedAt",
     "expiresAt",
     "attempts",
+    "revision",
     "cancelRequestedAt",
     "resultUrl",
     "error",

@@ -78,6 +78,7 @@ def test_a_fresh_job_on_the_wire() -> None:
         "updatedAt": "2030-01-15T12:00:30.250Z",
         "expiresAt": "2030-02-14T12:00:30.250Z",
         "attempts": 0,
+        "revision": 1,
         "cancelRequestedAt": None,
         "resultUrl": None,
         "error": None,

@@ -22,6 +22,9 @@ TYPE_ATTRIBUTE = "type"
 JOB_ITEM_TYPE = "job"
 INPUT_ITEM_TYPE = "input"
 RESULT_ITEM_TYPE = "result"
+# Every job write sets `w` (the kind of write) and adds 1 to `revision`: the stream's consumers read both.
+WRITE_KIND_ATTRIBUTE = "w"
+REVISION_ATTRIBUTE = "revision"
 
 # List index: the owner's jobs in submission order. Sparse: only job items carry its keys.
 LIST_INDEX = "byOwner"

@@ -20,9 +20,8 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 JOB_SORT_VALUE = "JOB"
-# `w`: the kind of the last write of a job item (the notifier's stream filter reads it).
-WRITE_KIND_ATTRIBUTE = "w"
-REVISION_ATTRIBUTE = "revision"
+WRITE_KIND_ATTRIBUTE = r.WRITE_KIND_ATTRIBUTE
+REVISION_ATTRIBUTE = r.REVISION_ATTRIBUTE
 INPUT_SORT_VALUE = "INPUT"
 RESULT_SORT_VALUE = "RESULT"
 

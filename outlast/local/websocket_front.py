@@ -509,6 +509,14 @@ class _ManagementHandler(BaseHTTPRequestHandler):
         except (ConnectionClosed, UnicodeDecodeError):
             self._gone()
             return
+        except Exception:  # noqa: BLE001 - any other failure is API Gateway's 500, not a dropped socket
+            self._reply(
+                500,
+                json.dumps({"message": "Internal server error"}).encode(),
+                "application/json",
+                {"x-amzn-ErrorType": "InternalServerErrorException"},
+            )
+            return
         self._reply(200, b"")
 
     def do_GET(self) -> None:

@@ -29,6 +29,11 @@ RELAY_BATCH_SIZE = 100
 RELAY_RETRY_ATTEMPTS = 3
 # Records older than this go to the relay's failure queue; the sweeper re-sends their jobs anyway.
 RELAY_MAX_RECORD_AGE_SECONDS = 3600
+# The notifier (live updates): a push that is late is worth little, so records give up sooner than
+# the relay's and go (as metadata) to its failure queue; clients that missed one re-read the job.
+NOTIFIER_BATCH_SIZE = 100
+NOTIFIER_RETRY_ATTEMPTS = 2
+NOTIFIER_MAX_RECORD_AGE_SECONDS = 300
 SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from functions.notifier.settings import NotifierSettings
 from functions.relay.settings import RelaySettings
 from functions.status.settings import StatusSettings
 from functions.submit.settings import SubmitSettings
 from functions.sweeper.settings import SweeperSettings
+from functions.tickets.settings import TicketsSettings
 from functions.worker.settings import WorkerSettings
+from functions.ws_authorizer.settings import AuthorizerSettings
+from functions.ws_connections.settings import ConnectionsSettings
 from infra.config import StageConfig
 from infra.names import FunctionName
 from shared.settings import EnvSettings
@@ -160,4 +164,32 @@ def sweeper_environment(
             "input_retention_hours": config.input_retention_hours,
             "max_crashes": config.max_crashes,
         },
+    )
+
+
+def tickets_environment(*, connections_table: str, websocket_url: str) -> dict[str, str]:
+    """The tickets function: where tickets go, and the stage URL they are appended to."""
+    return settings_environment(
+        TicketsSettings, {"connections_table": connections_table, "websocket_url": websocket_url}
+    )
+
+
+def ws_authorizer_environment(*, connections_table: str) -> dict[str, str]:
+    """The $connect ticket authorizer: where tickets are taken from."""
+    return settings_environment(AuthorizerSettings, {"connections_table": connections_table})
+
+
+def ws_connections_environment(*, connections_table: str, connections_endpoint: str) -> dict[str, str]:
+    """$connect and $disconnect: the connection store and the stage's management endpoint."""
+    return settings_environment(
+        ConnectionsSettings,
+        {"connections_table": connections_table, "connections_endpoint": connections_endpoint},
+    )
+
+
+def notifier_environment(*, connections_table: str, connections_endpoint: str) -> dict[str, str]:
+    """The notifier: the connection store and the stage's management endpoint (its callback URL)."""
+    return settings_environment(
+        NotifierSettings,
+        {"connections_table": connections_table, "connections_endpoint": connections_endpoint},
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import Stack
+from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -100,3 +101,36 @@ def _logical_id(bucket: s3.IBucket) -> str:
     if not isinstance(child, s3.CfnBucket):
         raise TypeError("grant_objects needs a bucket defined in this app")
     return str(stack.resolve(child.logical_id))
+
+
+def grant_manage_connections(
+    api: apigwv2.IWebSocketApi, stage_name: str, grantee: iam.IGrantable, method: str
+) -> iam.Grant:
+    """`execute-api:ManageConnections` for one HTTP method on one stage's `@connections`, nothing wider.
+
+    POST sends a message, DELETE closes a connection, GET reads its details. The L2 helper
+    (`grant_manage_connections`) allows every method on every stage of the API.
+    """
+    arn = Stack.of(api).format_arn(
+        service="execute-api", resource=api.api_id, resource_name=f"{stage_name}/{method}/@connections/*"
+    )
+    grant = iam.Grant.add_to_principal(
+        grantee=grantee, actions=["execute-api:ManageConnections"], resource_arns=[arn]
+    )
+    nag.acknowledge(
+        _policy_scope(grantee),
+        nag.wildcard_resource(
+            f"arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<{_api_logical_id(api)}>"
+            f"/{stage_name}/{method}/@connections/*"
+        ),
+        f"Connection ids are made by API Gateway when a client connects: `@connections/*` on this API's "
+        f"{stage_name} stage, for {method} only, is the narrowest resource there is.",
+    )
+    return grant
+
+
+def _api_logical_id(api: apigwv2.IWebSocketApi) -> str:
+    child = api.node.default_child
+    if not isinstance(child, apigwv2.CfnApi):
+        raise TypeError("grant_manage_connections needs a WebSocket API defined in this app")
+    return str(Stack.of(api).resolve(child.logical_id))

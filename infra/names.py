@@ -21,6 +21,7 @@ OUTBOX = "Outbox"
 WORKER = "Worker"
 SWEEPER = "Sweeper"
 API = "Api"
+REALTIME = "Realtime"
 MONITORING = "Monitoring"
 PACKAGING = "Packaging"
 
@@ -38,6 +39,16 @@ RELAY_FAILURE_QUEUE = "RelayFailures"
 OPENAI_SECRET = "OpenAiKey"  # noqa: S105 - a construct id, not a secret
 CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
 HTTP_API = "HttpApi"
+CONNECTIONS_TABLE = "ConnectionsTable"
+WEBSOCKET_API = "WebSocketApi"
+WEBSOCKET_STAGE = "Stage"
+TICKET_AUTHORIZER = "TicketAuthorizer"
+NOTIFIER_FAILURE_QUEUE = "NotifierFailures"
+# The WebSocket stage: wss://<api id>.execute-api.<region>.amazonaws.com/live
+WEBSOCKET_STAGE_NAME = "live"
+# The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
+TICKET_IDENTITY_SOURCE = "route.request.querystring.ticket"
+WEBSOCKET_ROUTES = ("$connect", "$disconnect", "$default")
 ALARM_TOPIC = "AlarmTopic"
 SWEEP_RULE = "Schedule"
 
@@ -53,18 +64,23 @@ SWEEPER_RECOVERIES_METRIC = "SweeperRecoveries"
 
 
 class FunctionName(StrEnum):
-    """The five functions; the value is the construct id prefix and the Powertools service name."""
+    """The functions; the value names the package and is the Powertools service name."""
 
     SUBMIT = "submit"
     STATUS = "status"
     RELAY = "relay"
     WORKER = "worker"
     SWEEPER = "sweeper"
+    TICKETS = "tickets"
+    WS_AUTHORIZER = "ws_authorizer"
+    WS_CONNECTIONS = "ws_connections"
+    WS_MESSAGES = "ws_messages"
+    NOTIFIER = "notifier"
 
     @property
     def construct_id(self) -> str:
-        """`Submit`, `Status`, ...: the prefix of the function's construct ids."""
-        return self.value.capitalize()
+        """`Submit`, `Status`, `WsAuthorizer`, ...: the prefix of the function's construct ids."""
+        return "".join(part.capitalize() for part in self.value.split("_"))
 
     @property
     def handler(self) -> str:
@@ -97,6 +113,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/jobs/{jobId}", FunctionName.STATUS),
     Route("GET", "/v1/jobs/{jobId}/result", FunctionName.STATUS),
     Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
+    Route("POST", "/v1/realtime/tickets", FunctionName.TICKETS),
 )
 
 # CORS (DESIGN.md, "HTTP contract"): what browsers may send and read.
@@ -111,6 +128,7 @@ class Output(StrEnum):
     """Stack output keys (`aws cloudformation describe-stacks` and `cdk deploy --outputs-file`)."""
 
     API_URL = "ApiUrl"
+    WEBSOCKET_URL = "WebSocketUrl"
     USER_POOL_ID = "UserPoolId"
     USER_POOL_CLIENT_ID = "UserPoolClientId"
     JOBS_QUEUE_URL = "JobsQueueUrl"
@@ -121,6 +139,7 @@ class Output(StrEnum):
     IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
     PAYLOAD_BUCKET_NAME = "PayloadBucketName"
     OPENAI_SECRET_ARN = "OpenAiSecretArn"  # noqa: S105 - an output key, not a secret
+    CONNECTIONS_TABLE_NAME = "ConnectionsTableName"
 
 
 class Runbook(StrEnum):
@@ -134,6 +153,8 @@ class Runbook(StrEnum):
     FUNCTION_THROTTLES = "function-throttles"
     SWEEPER_RECOVERIES = "sweeper-recoveries"
     RELAY_FAILURES = "relay-failures"
+    NOTIFIER_ITERATOR_AGE = "notifier-iterator-age"
+    NOTIFIER_FAILURES = "notifier-failures"
 
     @property
     def link(self) -> str:

@@ -12,6 +12,7 @@ from infra.constructs.api import Api
 from infra.constructs.auth import Auth
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
+from infra.constructs.realtime import Realtime
 from infra.constructs.storage import Storage
 from infra.constructs.sweeper import Sweeper
 from infra.constructs.worker import Worker
@@ -22,6 +23,7 @@ from infra.names import (
     MONITORING,
     OUTBOX,
     PACKAGING,
+    REALTIME,
     STORAGE,
     SWEEPER,
     WORKER,
@@ -35,7 +37,7 @@ PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not depl
 
 
 class OutlastStack(Stack):
-    """Auth, storage, outbox, worker, sweeper, API and monitoring; nothing else lives here."""
+    """Auth, storage, outbox, worker, sweeper, live updates, API and monitoring; nothing else lives here."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
@@ -49,17 +51,33 @@ class OutlastStack(Stack):
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
         sweeper = Sweeper(self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox)
-        api = Api(self, API, config=config, factory=factory, auth=auth, storage=storage)
+        realtime = Realtime(self, REALTIME, config=config, factory=factory, storage=storage)
+        api = Api(
+            self,
+            API,
+            config=config,
+            factory=factory,
+            auth=auth,
+            storage=storage,
+            route_functions={FunctionName.TICKETS: realtime.tickets_function},
+        )
         functions = {
             **api.functions,
             FunctionName.RELAY: outbox.relay,
             FunctionName.WORKER: worker.function,
             FunctionName.SWEEPER: sweeper.function,
+            **realtime.functions,
         }
-        Monitoring(self, MONITORING, config=config, api=api, outbox=outbox, functions=functions)
+        Monitoring(
+            self, MONITORING, config=config, api=api, outbox=outbox, realtime=realtime, functions=functions
+        )
 
         outputs = {
             Output.API_URL: (api.http_api.api_endpoint, "Base URL of the HTTP API (`outlast --api-url`)"),
+            Output.WEBSOCKET_URL: (
+                realtime.stage.url,
+                "WebSocket URL of live updates (open it with a ticket: POST /v1/realtime/tickets)",
+            ),
             Output.USER_POOL_ID: (
                 auth.user_pool.user_pool_id,
                 "Cognito user pool: create users, set custom:tenant",
@@ -87,6 +105,10 @@ class OutlastStack(Stack):
                 "Idempotency claims and submit-rate counters",
             ),
             Output.PAYLOAD_BUCKET_NAME: (storage.payload_bucket.bucket_name, "Inputs and results above 8 KB"),
+            Output.CONNECTIONS_TABLE_NAME: (
+                realtime.connections_table.table_name,
+                "Live-update tickets (hashed) and open WebSocket connections",
+            ),
             Output.OPENAI_SECRET_ARN: (
                 worker.openai_secret.secret_arn,
                 "Secret that holds the OpenAI API key: put the real key here after the first deploy",

@@ -61,10 +61,19 @@ class StatusDocument(TypedDict):
     updatedAt: str
     expiresAt: str
     attempts: int
+    revision: NotRequired[int]  # grows with every write of the job (absent from older APIs)
     cancelRequestedAt: str | None
     resultUrl: str | None
     error: ErrorDocument | None
     usage: UsageDocument | None
+
+
+class TicketDocument(TypedDict):
+    """A single-use ticket for live updates and the WebSocket URL that carries it."""
+
+    ticket: str
+    url: str
+    expiresAt: str
 
 
 class ResultDocument(TypedDict):
@@ -264,7 +273,7 @@ def _require(document: Any, fields: tuple[str, ...], what: str) -> dict[str, Any
 
 
 class OutlastClient:
-    """The outlast API's five calls, with a bearer token and a timeout on each request."""
+    """The outlast API's six calls, with a bearer token and a timeout on each request."""
 
     def __init__(self, api_url: str, token: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
         check_api_url(api_url)
@@ -297,6 +306,14 @@ class OutlastClient:
     def cancel(self, job_id: str) -> Answer[StatusDocument]:
         """POST /v1/jobs/{id}/cancellation: 200 Canceled, 202 CancellationRequested."""
         return _status(self._call("POST", f"/v1/jobs/{_segment(job_id)}/cancellation"))
+
+    def create_ticket(self) -> Answer[TicketDocument]:
+        """POST /v1/realtime/tickets: a 60-second, single-use ticket and the WebSocket URL to open."""
+        answer = self._call("POST", "/v1/realtime/tickets")
+        document = _require(answer.document, ("ticket", "url", "expiresAt"), "ticket")
+        if not str(document["url"]).startswith(("ws://", "wss://")):
+            raise UnexpectedAnswerError("the API's ticket holds no WebSocket URL")
+        return Answer(answer.status, answer.headers, cast(TicketDocument, document))
 
     def list_jobs(self, status: str | None, limit: int | None, cursor: str | None) -> Answer[JobPage]:
         """GET /v1/jobs: one page, newest first (it may be short while nextCursor is set)."""

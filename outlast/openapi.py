@@ -9,7 +9,8 @@ from typing import Any
 TITLE = "outlast"
 VERSION = "1.0.0"
 DESCRIPTION = (
-    "Durable LLM jobs: submit with an Idempotency-Key, poll the status URL, fetch the result. "
+    "Durable LLM jobs: submit with an Idempotency-Key, poll the status URL (or follow live updates "
+    "over the WebSocket a ticket opens), fetch the result. "
     "Every route needs a Cognito ID token (Authorization: Bearer). Errors are "
     "application/problem+json (RFC 9457) with a stable `code`."
 )
@@ -22,6 +23,7 @@ def build_document() -> dict[str, Any]:
 
     from functions.status.routes import app as status_app  # noqa: PLC0415
     from functions.submit.routes import app as submit_app  # noqa: PLC0415
+    from functions.tickets.routes import app as tickets_app  # noqa: PLC0415
 
     merge = OpenAPIMerge(
         title=TITLE,
@@ -31,7 +33,7 @@ def build_document() -> dict[str, Any]:
         security=[{"cognitoIdToken": []}],
         on_conflict="error",
     )
-    for app in (submit_app, status_app):
+    for app in (submit_app, status_app, tickets_app):
         merge.add_schema(
             app.get_openapi_schema(title=TITLE, version=VERSION).model_dump(by_alias=True, exclude_none=True)
         )

@@ -170,6 +170,7 @@ class StatusDocument(ResponseModel):
     expires_at: Timestamp
     attempts: int
     crashes: int
+    # Grows with every write of the job: of two documents of one job, the higher is the newer.
     revision: int
     cancel_requested_at: Timestamp | None
     result_url: str | None

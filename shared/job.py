@@ -58,10 +58,11 @@ class JobSummary(BaseModel):
     expires_at: datetime
     attempts: int = 0
     crashes: int = 0  # leases that expired on a claim that ran alone (DESIGN.md, crash isolation)
-    revision: int = 0  # +1 on every write of the job: the order of its updates
     cancel_requested_at: datetime | None = None
     error: JobError | None = None
     usage: Usage | None = None
+    # +1 on every write of the job item: a job as submit first writes it is revision 1.
+    revision: int = 1
 
     def status_document(self) -> StatusDocument:
         """The caller's view: no lease, fingerprint, model internals or storage locations."""

@@ -23,11 +23,13 @@ PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "ttl"
 TYPE_ATTRIBUTE = "type"
-# The kind of the last write of a job item (shared.ports.WriteKind): the stream's readers filter on it.
-WRITE_KIND_ATTRIBUTE = "w"
 JOB_ITEM_TYPE = "job"
 INPUT_ITEM_TYPE = "input"
 RESULT_ITEM_TYPE = "result"
+# Every job write sets `w` (the kind of write, shared.ports.WriteKind) and adds 1 to `revision`:
+# the stream's consumers read both.
+WRITE_KIND_ATTRIBUTE = "w"
+REVISION_ATTRIBUTE = "revision"
 
 # List index: the owner's jobs in submission order. Sparse: only job items carry its keys.
 LIST_INDEX = "byOwner"
@@ -54,3 +56,13 @@ RESULT_PREFIX = "results/"
 
 # Payloads above this size go to S3: an S3 PUT costs what about 8 KB of DynamoDB writes cost.
 INLINE_PAYLOAD_LIMIT_BYTES = 8 * 1024
+
+# Live updates (DESIGN.md, "Live updates"): tickets and open WebSocket connections share one table.
+ENV_CONNECTIONS_TABLE = "CONNECTIONS_TABLE_NAME"
+# The WebSocket stage's URL (wss://...), which tickets are appended to.
+ENV_WEBSOCKET_URL = "WEBSOCKET_URL"
+# The stage's callback URL (https://.../stage): the @connections management API's endpoint. Set
+# from the template, never left to boto3's defaults (locally those would reach moto's stub).
+ENV_CONNECTIONS_ENDPOINT = "CONNECTIONS_ENDPOINT"
+CONNECTIONS_PARTITION_KEY = "pk"
+CONNECTIONS_SORT_KEY = "sk"

@@ -75,6 +75,14 @@ class InMemoryJobRepository:
         self.sweep_at: dict[str, datetime] = {}  # the sparse sweeper index: watched jobs only
         self.submits: Counter[tuple[str, datetime]] = Counter()
         self.writes: list[str] = []
+        self.write_kinds: dict[str, str] = {}  # `w` of each job's last write, as the adapter sets it
+
+    def _written(self, job: JobRecord, kind: str) -> JobRecord:  # kind: a shared.ports.WriteKind
+        """Every job write counts itself (revision + 1) and says what it was (`w`), like the adapter."""
+        written = job.model_copy(update={"revision": job.revision + 1})
+        self.jobs[written.job_id] = written
+        self.write_kinds[written.job_id] = kind
+        return written
 
     def claim_idempotency_key(self, record: IdempotencyRecord, now: datetime) -> IdempotencyRecord | None:
         """`attribute_not_exists(pk) OR expiresAt < :now`: an expired claim is overwritten."""
@@ -101,7 +109,8 @@ class InMemoryJobRepository:
         """`attribute_not_exists(pk)`: True only for the call that created it."""
         if job.job_id in self.jobs:
             return False
-        self.jobs[job.job_id] = job
+        self.jobs[job.job_id] = job  # a new job is its own first write (revision 1)
+        self.write_kinds[job.job_id] = "submit"
         self.sweep_at[job.job_id] = sweep_at
         self.writes.append("create_job")
         return True
@@ -145,8 +154,7 @@ class InMemoryJobRepository:
         if current is None or not _conditions_hold(current, transition):
             raise TransitionConflictError(current)
         changes = {**_lifecycle_changes(current, transition), **_field_changes(current, transition)}
-        written = current.model_copy(update=changes)
-        self.jobs[written.job_id] = written
+        written = self._written(current.model_copy(update=changes), transition.kind)
         if transition.target in TERMINAL:
             self.sweep_at.pop(written.job_id, None)
         elif transition.sweep_at is not None:
@@ -168,10 +176,9 @@ class InMemoryJobRepository:
         current = self.jobs.get(job_id)
         if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
             raise TransitionConflictError(current)
-        written = current.model_copy(
-            update={"lease_expires_at": lease.expires_at, "revision": current.revision + 1}
+        written = self._written(
+            current.model_copy(update={"lease_expires_at": lease.expires_at}), "heartbeat"
         )
-        self.jobs[job_id] = written
         self.writes.append("heartbeat")
         return written
 
@@ -184,10 +191,7 @@ class InMemoryJobRepository:
             or current.dispatch_at != job.dispatch_at
         ):
             raise TransitionConflictError(current)
-        written = current.model_copy(
-            update={"dispatch_at": now, "updated_at": now, "revision": current.revision + 1}
-        )
-        self.jobs[job.job_id] = written
+        written = self._written(current.model_copy(update={"dispatch_at": now, "updated_at": now}), "bump")
         self.sweep_at[job.job_id] = sweep_at
         self.writes.append("bump_dispatch")
         return written
@@ -203,7 +207,7 @@ class InMemoryJobRepository:
             raise TransitionConflictError(current)
         if job.job_id in self.sweep_at:
             self.sweep_at[job.job_id] = sweep_at
-        self.jobs[job.job_id] = current.model_copy(update={"revision": current.revision + 1})
+        self._written(current, "defer")
         self.writes.append("defer_sweep")
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
@@ -232,7 +236,7 @@ def _conditions_hold(job: JobRecord, t: Transition) -> bool:
 
 
 def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
-    changes: dict[str, Any] = {"status": t.target, "updated_at": t.now, "revision": job.revision + 1}
+    changes: dict[str, Any] = {"status": t.target, "updated_at": t.now}
     if t.count_attempt:
         changes.update(attempts=job.attempts + 1, stalls=job.stalls + 1, solo=t.solo)
     if t.renew_attempts:

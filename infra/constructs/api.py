@@ -8,6 +8,7 @@ tokens) and throttles the whole API; the functions throttle submits per owner on
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import jsii
 from aws_cdk import Duration
@@ -67,7 +68,9 @@ class Api(Construct):
         factory: FunctionFactory,
         auth: Auth,
         storage: Storage,
+        route_functions: Mapping[FunctionName, lambda_.Function] | None = None,
     ) -> None:
+        """`route_functions`: functions other capabilities made for routes of ROUTES (the tickets)."""
         super().__init__(scope, construct_id)
         # Signs list cursors (HMAC), so clients cannot forge a position in another owner's list.
         self.cursor_secret = secretsmanager.Secret(
@@ -82,6 +85,7 @@ class Api(Construct):
         self.functions = {
             FunctionName.SUBMIT: self._submit(config, factory, storage),
             FunctionName.STATUS: self._status(config, factory, storage),
+            **(route_functions or {}),
         }
         self.access_logs = logs.LogGroup(
             self,

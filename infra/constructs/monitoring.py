@@ -21,6 +21,7 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.outbox import Outbox
+from infra.constructs.realtime import Realtime
 from infra.function_factory import removal_policy
 from infra.names import ALARM_TOPIC, SWEEPER_RECOVERIES_METRIC, FunctionName, Runbook
 
@@ -58,6 +59,7 @@ class Monitoring(Construct):
         config: StageConfig,
         api: Api,
         outbox: Outbox,
+        realtime: Realtime,
         functions: Mapping[FunctionName, lambda_.IFunction],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -72,6 +74,16 @@ class Monitoring(Construct):
         relay = functions[FunctionName.RELAY]
         self.iterator_age = relay.metric(
             "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=_FIVE_MINUTES
+        )
+        self.notifier_iterator_age = realtime.notifier.metric(
+            "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=_FIVE_MINUTES
+        )
+        self.push_failures = cloudwatch.Metric(
+            namespace=config.metrics_namespace,
+            metric_name="PushFailures",
+            dimensions_map={"service": FunctionName.NOTIFIER.service},
+            statistic=cloudwatch.Stats.SUM,
+            period=_FIVE_MINUTES,
         )
         specs = [
             AlarmSpec(
@@ -124,6 +136,24 @@ class Monitoring(Construct):
                 Runbook.RELAY_FAILURES,
             ),
             AlarmSpec(
+                "NotifierIteratorAge",
+                self.notifier_iterator_age,
+                config.iterator_age_alarm_seconds * 1000,
+                "The notifier lags behind the jobs table stream: live updates reach clients late.",
+                "Check notifier errors, throttles and duration (slow posts); clients still poll correctly.",
+                Runbook.NOTIFIER_ITERATOR_AGE,
+            ),
+            AlarmSpec(
+                "NotifierFailures",
+                realtime.notifier_failures.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Stream batches exhausted the notifier's retries: their live updates were not pushed.",
+                "Read the failure records and the notifier logs (connections table errors); replay nothing.",
+                Runbook.NOTIFIER_FAILURES,
+            ),
+            AlarmSpec(
                 "SweeperRecoveries",
                 self.sweeper_recoveries,
                 config.sweeper_recovery_alarm_threshold,
@@ -155,6 +185,19 @@ class Monitoring(Construct):
             )
         self.alarms = [self._alarm(spec) for spec in specs]
         self.dashboard = self._dashboard(api, outbox, functions)
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Live updates: notifier iterator age and failed pushes",
+                left=[self.notifier_iterator_age],
+                right=[self.push_failures],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Live updates: notifier failure queue",
+                left=[realtime.notifier_failures.metric_approximate_number_of_messages_visible()],
+                width=12,
+            ),
+        )
 
     def _topic(self, config: StageConfig) -> sns.Topic:
         # CloudWatch cannot publish to a topic encrypted with the AWS managed SNS key: it needs a

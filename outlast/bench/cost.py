@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from outlast.bench import push
 from outlast.bench.harness import SHARED_SERVICE_NAME, Harness, Invocation, model_wait_seconds
 from outlast.bench.meter import ApiCall
 from outlast.bench.prices import PriceTable
@@ -592,7 +593,7 @@ def run(
     designs = _designs(busy, quiet, prices)
     headline = designs["httpApi"]["usdPerMillionJobs"]
     ratio = concurrency_ratio if concurrency_ratio is not None else 1.0
-    return {
+    result = {
         "per_million_jobs_usd": headline,
         "statusPollsPerJob": API_POLLS,
         "priceTable": {"asOf": prices.as_of, "region": prices.region},
@@ -620,6 +621,9 @@ def run(
         "fixedMonthly": fixed_monthly(h, prices, timings, "acct-sweep"),
         "memoryMb": {name: spec.memory_mb for name, spec in sorted(h.functions.items())},
     }
+    # Live updates beside polling: computed from these measurements and the price table.
+    result["push"] = push.estimate(result, prices)
+    return result
 
 
 def _designs(busy: Quantities, quiet: Quantities, prices: PriceTable) -> dict[str, Any]:

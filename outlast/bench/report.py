@@ -144,8 +144,61 @@ def _cost(cost: dict[str, Any]) -> str:
     out.append(_logs(per_job))
     out.append(_wait(cost))
     out.append(_fixed(cost["fixedMonthly"]))
+    if "push" in cost:
+        out.append(_push(cost["push"]))
     out.append(_cost_method(cost))
     return "\n".join(out)
+
+
+def _push(push: dict[str, Any]) -> str:
+    assumptions = push["assumptions"]
+    pushed = push["pushUsdPerMillionJobs"]
+    counts = push["perMillionJobs"]
+    prices = assumptions["prices"]
+    rows = [
+        "### Live updates (push) beside polling\n",
+        "Computed, not measured (`outlast.bench.push`): a poll is priced from the measurements above; "
+        "the push path is counted from the code: per session a ticket, the authorizer, $connect and "
+        "$disconnect (one invocation each, ~"
+        f"{_number(assumptions['smallFunctionBilledMs'], 0)} ms at "
+        f"{assumptions['smallFunctionMemoryMb']} MB, "
+        "the status function's measured duration) with 4 write and 1 read units, connection minutes "
+        f"(a {_number(assumptions['sessionMinutes'], 0)}-minute session carrying "
+        f"{assumptions['jobsPerSession']} jobs) and a ping + pong every "
+        f"{assumptions['pingEveryMinutes']} minutes; "
+        f"per job {assumptions['pushesPerJob']} messages (Pending, Running, Succeeded) and the notifier "
+        f"(one invocation and one Query per record when quiet, per {assumptions['busyNotifierBatch']} "
+        "records when busy). WebSocket prices: "
+        f"${prices['apiGatewayWebSocketMessage']['usd']:.2f} per million messages (32 KB units), "
+        f"${prices['apiGatewayWebSocketConnectionMinute']['usd']:.2f} per million connection minutes.\n",
+        "| path | $ per million jobs |\n|---|---:|",
+        f"| polling: {_number(push['pollingUsdPerMillionJobs'] / push['pollUsdPerMillion'], 0)} status polls "
+        f"({_money(push['pollUsdPerMillion'])} per million polls) | "
+        f"{_money(push['pollingUsdPerMillionJobs'])} |",
+        f"| push, shared sessions, quiet notifier | {_money(pushed['sharedSessionQuiet'])} |",
+        f"| push, shared sessions, busy notifier | {_money(pushed['sharedSessionBusy'])} |",
+        f"| push, one 1-minute session per job (`submit --wait`) | {_money(pushed['oneSessionPerJob'])} |",
+        "",
+        f"Per million jobs: {_number(counts['messages'], 0)} messages, "
+        f"{_number(counts['connectionMinutes'], 0)} connection minutes, "
+        f"{_number(counts['notifierInvocationsQuiet'], 0)} notifier invocations when quiet "
+        f"({_number(counts['notifierInvocationsBusy'], 0)} when busy).",
+        "",
+    ]
+    jobs = push["breakEvenJobsPerSession"]
+    rows.append(
+        "**When push is cheaper than 3 polls:** "
+        + (
+            f"when a session carries at least {jobs} jobs and the notifier batches (busy traffic); "
+            if jobs is not None
+            else "never at these prices, whatever a session carries; "
+        )
+        + "a session opened for a single job costs as much as "
+        f"{push['breakEvenPollsOneSessionPerJob']} polls, so it pays only for jobs a client would "
+        "otherwise poll that often (a long job at the 2-second Retry-After). Push is the fast path, "
+        "not the cheap one: its value is latency.\n"
+    )
+    return "\n".join(rows)
 
 
 def _write_units(rows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:

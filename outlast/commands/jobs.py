@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, Protocol, TextIO, TypeVar
 from urllib.parse import urlsplit
 
 from outlast.client import (
@@ -50,6 +50,7 @@ from outlast.client import (
     UnexpectedAnswerError,
     is_bearer_token,
 )
+from outlast.live import LiveUpdates, LiveUpdatesError, open_live
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -62,6 +63,7 @@ DEFAULT_API_URL = "http://127.0.0.1:8000"
 API_URL_ENV = "OUTLAST_API_URL"
 TOKEN_ENV = "OUTLAST_TOKEN"  # noqa: S105 - the variable's name, not a token
 FALLBACK_POLL_SECONDS = 2  # when a non-terminal answer carries no Retry-After
+LIVE_RECHECK_SECONDS = 30  # following the socket, a GET after this long without a push
 NETWORK_BACKOFF_SECONDS = (1, 2, 4)  # one entry per retry after a lost connection or a 5xx
 THROTTLE_RETRIES = 2  # 429s honoured before giving up
 MAX_RETRY_DELAY_SECONDS = 60  # a retry is for a brief outage; a longer Retry-After is not waited out
@@ -269,6 +271,15 @@ def _gateway_hint(status: int) -> list[str]:
     return []
 
 
+def format_update(document: StatusDocument) -> str:
+    """One line of `outlast watch`: when, which job, its status, attempts, revision (and error code)."""
+    line = (
+        f"{format_time(document.get('updatedAt'))}  {document['jobId']}  {document['status']:<21}  "
+        f"attempts {document.get('attempts', 0)}  revision {document.get('revision', '-')}"
+    )
+    return line + (f"  {_error_code(document)}" if document.get("error") else "")
+
+
 def progress_line(job_id: str, document: StatusDocument | None, elapsed: float) -> str:
     """One line of --wait progress: status, attempts and time spent waiting."""
     if document is None:
@@ -355,6 +366,11 @@ class Progress:
             time.sleep(min(1.0, left))
             if self._console.live:
                 self._draw()
+
+    def tick(self) -> None:
+        """Redraw the elapsed time on a terminal (nothing elsewhere)."""
+        if self._console.live:
+            self._draw()
 
     def close(self) -> None:
         """Keep the last progress line and move below it."""
@@ -482,6 +498,8 @@ def register(commands: Any) -> None:
         parser.set_defaults(run=_guarded(run))
         return parser
 
+    from outlast.commands import watch  # noqa: PLC0415 - it builds on this module's helpers
+
     _submit_arguments(add("submit", "submit a job (safe to retry with the printed idempotency key)", _submit))
     status = add("status", "show a job's status", _status)
     status.add_argument("job_id", metavar="JOB_ID")
@@ -503,6 +521,8 @@ def register(commands: Any) -> None:
     )
     listing.add_argument("--all", action="store_true", help="follow nextCursor to the last page")
     listing.add_argument("--cursor", help="start from this nextCursor")
+    watching = add("watch", "print your jobs' updates as they happen (one job's, with JOB_ID)", watch.run)
+    watching.add_argument("job_id", metavar="JOB_ID", nargs="?", help="only this job, until it ends")
 
 
 class _RefuseToken(argparse.Action):
@@ -690,34 +710,143 @@ class Waited:
     stopped_early: str | None = None
 
 
-def _wait(session: Session, answer: Answer[StatusDocument], deadline: float | None) -> Waited:
-    """Poll until the job ends or the deadline passes, sleeping the Retry-After the API asked for."""
-    job_id = answer.document["jobId"]
-    progress = Progress(session.console, job_id)
-    document, retry_after = answer.document, answer.retry_after
-    progress.update(document)
+class _TimeUp(Exception):  # noqa: N818 - a signal between the wait's helpers, not an error
+    """--wait --timeout ran out between two reads."""
+
+
+@dataclass
+class Followed:
+    """The newest status document of one job seen so far, from a GET or a pushed update."""
+
+    document: StatusDocument
+    retry_after: int | None = None
+
+    @property
+    def terminal(self) -> bool:
+        """True once the job ended."""
+        return self.document["status"] in TERMINAL_STATUSES
+
+    def read(self, answer: Answer[StatusDocument]) -> None:
+        """A GET: the persisted job, the truth."""
+        self.document, self.retry_after = answer.document, answer.retry_after
+
+    def offer(self, pushed: StatusDocument) -> bool:
+        """A pushed update: taken when it is this job's and newer than what was seen (by revision)."""
+        if pushed["jobId"] != self.document["jobId"]:
+            return False
+        if pushed.get("revision", 0) <= self.document.get("revision", 0):
+            return False
+        self.document = pushed
+        return True
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _read(session: Session, followed: Followed, deadline: float | None) -> None:
+    job_id = followed.document["jobId"]
+    followed.read(
+        with_retries(session.console, lambda: session.client.get_job(job_id), "the status request", deadline)
+    )
+
+
+class Display(Protocol):
+    """Where a wait shows the job: the --wait progress line, or `watch`'s printed updates."""
+
+    def update(self, document: StatusDocument) -> None:
+        """Show a fresh status document."""
+
+    def tick(self) -> None:
+        """Time passed with nothing new."""
+
+    def pause(self, seconds: float) -> None:
+        """Sleep at least `seconds` (ticking)."""
+
+
+def follow_socket(
+    session: Session, followed: Followed, live: LiveUpdates, deadline: float | None, progress: Display
+) -> bool:
+    """Follow pushed updates until the job ends; False when the socket failed (the caller polls)."""
+    # Read once the socket is open: a change made before it opened cannot be missed.
+    _read(session, followed, deadline)
+    progress.update(followed.document)
+    quiet_since = time.monotonic()
+    while not followed.terminal:
+        left = _left(deadline)
+        if left is not None and left <= 0:
+            raise _TimeUp
+        if live.due_for_renewal:
+            session.console.note("the live connection is near its 2-hour limit: polling instead")
+            return False
+        # Short slices: the progress line ticks, and a quiet socket is checked with a GET now and then.
+        wait = 1.0 if left is None else min(1.0, left)
+        try:
+            pushed = live.next_update(wait)
+        except LiveUpdatesError as error:
+            session.console.note(f"live updates stopped ({error}): polling instead")
+            return False
+        if pushed is not None and followed.offer(pushed):
+            quiet_since = time.monotonic()
+            progress.update(followed.document)
+        elif time.monotonic() - quiet_since >= LIVE_RECHECK_SECONDS:
+            # A missed push costs only this much latency: the persisted job is the truth.
+            _read(session, followed, deadline)
+            quiet_since = time.monotonic()
+            progress.update(followed.document)
+        else:
+            progress.tick()
+    # Ended, as pushed: what --wait reports is the job as stored.
+    _read(session, followed, deadline)
+    progress.update(followed.document)
+    return True
+
+
+def poll_until_ended(session: Session, followed: Followed, deadline: float | None, progress: Display) -> None:
+    """Poll until the job ends, sleeping the Retry-After the API asked for."""
+    while not followed.terminal:
+        delay: float = followed.retry_after or FALLBACK_POLL_SECONDS
+        left = _left(deadline)
+        if left is not None:
+            if left <= 0:
+                raise _TimeUp
+            # One last, early poll when the time is up: the job may have ended meanwhile.
+            delay = min(delay, left)
+        progress.pause(delay)
+        _read(session, followed, deadline)
+        progress.update(followed.document)
+
+
+def open_live_or_note(session: Session) -> LiveUpdates | None:
+    """Live updates when the API offers them; None (said on stderr) when they cannot be had."""
     try:
-        while document["status"] not in TERMINAL_STATUSES:
-            delay: float = retry_after or FALLBACK_POLL_SECONDS
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return Waited(document, f"timed out after {progress.elapsed():.0f} s")
-                # One last, early poll when the time is up: the job may have ended meanwhile.
-                delay = min(delay, left)
-            progress.pause(delay)
-            polled = with_retries(
-                session.console, lambda: session.client.get_job(job_id), "the status request", deadline
-            )
-            document, retry_after = polled.document, polled.retry_after
-            progress.update(document)
-    except WaitTimeoutError:
-        return Waited(document, f"timed out after {progress.elapsed():.0f} s")
+        return open_live(session.client)
+    except LiveUpdatesError as error:
+        session.console.note(f"live updates unavailable ({error}): polling")
+        return None
+
+
+def _wait(session: Session, answer: Answer[StatusDocument], deadline: float | None) -> Waited:
+    """Follow the job until it ends or the deadline passes: pushed updates when the socket opens,
+    polling (Retry-After) otherwise or once it fails."""
+    progress = Progress(session.console, answer.document["jobId"])
+    followed = Followed(answer.document, answer.retry_after)
+    progress.update(followed.document)
+    try:
+        if not followed.terminal:
+            live = open_live_or_note(session)
+            if live is not None:
+                with live:
+                    if follow_socket(session, followed, live, deadline, progress):
+                        return Waited(followed.document)
+            poll_until_ended(session, followed, deadline, progress)
+    except (WaitTimeoutError, _TimeUp):
+        return Waited(followed.document, f"timed out after {progress.elapsed():.0f} s")
     except KeyboardInterrupt:
-        return Waited(document, "stopped waiting")
+        return Waited(followed.document, "stopped waiting")
     finally:
         progress.close()
-    return Waited(document)
+    return Waited(followed.document)
 
 
 def _wait_and_report(session: Session, answer: Answer[StatusDocument], deadline: float | None) -> int:

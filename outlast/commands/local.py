@@ -39,6 +39,9 @@ def register(commands: Any) -> None:
     )
     up = group.add_parser("up", help="start the local stack (Ctrl-C stops it)")
     up.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP API port (default 8000)")
+    up.add_argument(
+        "--ws-port", type=int, default=0, help="WebSocket API port (default: a free one, printed at start)"
+    )
     up.add_argument("--cdk-out", type=Path, help="cloud assembly directory (default cdk.out.local)")
     up.add_argument("--context", "-c", action="append", metavar="KEY=VALUE", help="CDK context for the synth")
     up.add_argument(
@@ -69,6 +72,7 @@ def _up(arguments: argparse.Namespace) -> int:
 
     options = LocalOptions(
         port=arguments.port,
+        ws_port=arguments.ws_port,
         context=_pairs(arguments.context),
         environment=_pairs(arguments.env),
         schedule_seconds=arguments.schedule_seconds,
@@ -89,6 +93,9 @@ def _up(arguments: argparse.Namespace) -> int:
     stack = LocalStack(options)
     try:
         stack.start()
+        if stack.websocket_url is not None:
+            # Before `ready:`: whoever waits for that line reads this one too, and nothing after it.
+            print(f"websocket: {stack.websocket_url}", flush=True)
         print(f"ready: {stack.front.url}", flush=True)
         stop.wait()
     finally:

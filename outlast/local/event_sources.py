@@ -37,7 +37,7 @@ _ABSENT = object()
 
 def matches(pattern: Any, value: Any) -> bool:
     """Lambda event filtering, the subset outlast uses: nested objects, lists of allowed values,
-    `prefix` and `exists`."""
+    `prefix`, `exists` and `anything-but`."""
     if isinstance(pattern, Mapping):
         if not isinstance(value, Mapping):
             return False
@@ -54,6 +54,10 @@ def _matches_one(option: Any, value: Any) -> bool:
         return False
     if isinstance(option, Mapping) and "prefix" in option:
         return isinstance(value, str) and value.startswith(str(option["prefix"]))
+    if isinstance(option, Mapping) and "anything-but" in option:
+        # Like Lambda's: a present value that is none of these (an absent one matches nothing).
+        excluded = option["anything-but"]
+        return value not in (excluded if isinstance(excluded, list) else [excluded])
     return bool(option == value)
 
 

@@ -43,6 +43,14 @@ from outlast.local.process import free_port
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
 from outlast.local.template import REGION, Resolver, Resource, Template
+from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketFront
+from outlast.local.websocket_template import (
+    local_urls,
+    localize,
+    stage_name,
+    websocket_api,
+    websocket_config,
+)
 
 # Local policy on top of the template (DESIGN.md, "Local mode"): backoff from 1 s doubling to
 # 20 s, a 5 s provider timeout, and no X-Ray daemon to send traces to.
@@ -64,6 +72,7 @@ class LocalOptions:
     """How to run the local stack."""
 
     port: int = 8000
+    ws_port: int = 0  # the WebSocket front's port; 0: a free one (printed as `websocket: ws://...`)
     cdk_out: Path = PROJECT_ROOT / "cdk.out.local"
     context: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
@@ -146,6 +155,10 @@ class LocalStack:
         self._front: ApiFront | None = None
         self.loops: list[_Loop] = []
         self.scheduled: list[str] = []
+        self.connections = ConnectionRegistry()
+        self._websocket: WebSocketFront | None = None
+        self._management: ManagementApi | None = None
+        self._local_urls: dict[str, str] = {}
 
     @property
     def template(self) -> Template:
@@ -186,8 +199,10 @@ class LocalStack:
         self._resolver = Resolver(self._template)
         self.resources = Provisioner(self._template, self._resolver, self.endpoint).provision()
         self._model = ModelServer().start()
+        self._bind_websocket()
         self._start_functions()
         self._front = ApiFront(self._api_config(), port=self.options.port).start()
+        self._start_websocket()
         self._start_mappings()
         self._start_schedules()
         self._start_reaper()
@@ -230,7 +245,10 @@ class LocalStack:
 
     def _function_spec(self, resource: Resource) -> FunctionSpec:
         properties = self.resolver.resolve(resource.properties)
-        variables = {k: str(v) for k, v in properties.get("Environment", {}).get("Variables", {}).items()}
+        variables = {
+            k: localize(str(v), self._local_urls)
+            for k, v in properties.get("Environment", {}).get("Variables", {}).items()
+        }
         environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **self.options.environment}
         handler = str(properties["Handler"])
         if self.options.chaos is not None:
@@ -297,10 +315,61 @@ class LocalStack:
 
     # --- the HTTP API ------------------------------------------------------------------------
 
+    @property
+    def websocket_url(self) -> str | None:
+        """The local WebSocket stage's URL (after start), or None when the template has no WebSocket API."""
+        return self._websocket.url if self._websocket is not None else None
+
+    def _bind_websocket(self) -> None:
+        """Bind the WebSocket front and the management API first: the functions' environment names them."""
+        api = websocket_api(self.template)
+        if api is None:
+            return
+        log = self._websocket_log()
+        self._websocket = WebSocketFront(self.connections, log, port=self.options.ws_port)
+        self._management = ManagementApi(self.connections, log)
+        stage = stage_name(self.template, api)
+        self._local_urls = local_urls(self.resolver, api, stage, self._websocket.url, self._management.url)
+
+    def _websocket_log(self) -> Callable[[str], None]:
+        path = log_dir(self.options.port) / "websocket.log"
+        lock = threading.Lock()
+        handle = path.open("a", encoding="utf-8")
+
+        def log(line: str) -> None:
+            # Every line passes outlast.local.websocket_front.redact first: no ticket is ever written.
+            with lock:
+                handle.write(line + "\n")
+                handle.flush()
+            if self.options.verbose:
+                self.options.log(line)
+
+        return log
+
+    def _start_websocket(self) -> None:
+        api = websocket_api(self.template)
+        if api is None or self._websocket is None or self._management is None:
+            return
+        api_id = str(self.resolver.ref(api.logical_id))
+        config = websocket_config(
+            self.template,
+            self.resolver,
+            api,
+            lambda arn: self.invoker(self._arn_of(arn), max_wait=INTEGRATION_TIMEOUT_SECONDS),
+            api_id,
+        )
+        self._management.start()
+        self._websocket.start(config)
+
     def _api_config(self) -> ApiConfig:
         resolve = self.resolver.resolve
-        apis = list(self.template.resources("AWS::ApiGatewayV2::Api"))
+        apis = [
+            a
+            for a in self.template.resources("AWS::ApiGatewayV2::Api")
+            if a.properties.get("ProtocolType", "HTTP") == "HTTP"
+        ]
         api_id = apis[0].logical_id.lower()[:10] if apis else "local"
+        http_api = {"Ref": apis[0].logical_id} if apis else None
         integrations = {
             r.logical_id: resolve(r.properties)
             for r in self.template.resources("AWS::ApiGatewayV2::Integration")
@@ -313,6 +382,8 @@ class LocalStack:
         routes = []
         for resource in self.template.resources("AWS::ApiGatewayV2::Route"):
             properties = resource.properties
+            if properties.get("ApiId") != http_api:
+                continue  # the WebSocket API's routes: outlast.local.websocket_front serves them
             target = str(resolve(properties.get("Target", "")))
             integration = integrations[_logical_id_from_target(target, properties.get("Target"))]
             function_arn = str(integration["IntegrationUri"])
@@ -326,7 +397,9 @@ class LocalStack:
                 )
             invoke = self.invoker(self._arn_of(function_arn), max_wait=INTEGRATION_TIMEOUT_SECONDS)
             routes.append(Route(str(properties["RouteKey"]), invoke, authorizer))
-        return ApiConfig(api_id=api_id, routes=routes, cors=self._cors(apis), throttle=self._throttle())
+        return ApiConfig(
+            api_id=api_id, routes=routes, cors=self._cors(apis), throttle=self._throttle(http_api)
+        )
 
     def _arn_of(self, uri: str) -> str:
         # An integration URI may be the function ARN or the apigateway invoke path around it.
@@ -361,8 +434,10 @@ class LocalStack:
             allow_credentials=bool(cors.get("AllowCredentials", False)),
         )
 
-    def _throttle(self) -> TokenBucket | None:
+    def _throttle(self, http_api: dict[str, str] | None) -> TokenBucket | None:
         for stage in self.template.resources("AWS::ApiGatewayV2::Stage"):
+            if stage.properties.get("ApiId") != http_api:
+                continue
             settings = self.resolver.resolve(stage.properties).get("DefaultRouteSettings", {})
             if "ThrottlingRateLimit" in settings:
                 rate = float(settings["ThrottlingRateLimit"])
@@ -494,6 +569,7 @@ class LocalStack:
         return {
             "pid": os.getpid(),
             "apiUrl": self.front.url,
+            "websocketUrl": self.websocket_url,
             "awsEndpoint": self.endpoint,
             "modelUrl": self.model.url,
             "region": REGION,
@@ -512,6 +588,13 @@ class LocalStack:
         STATE_DIR.mkdir(exist_ok=True)
         state_path(self.options.port).write_text(json.dumps(self.describe(), indent=2))
 
+    def _stop_websocket(self) -> None:
+        # After the pools close: each open connection's $disconnect then fails at once, not slowly.
+        if self._websocket is not None:
+            self._websocket.stop()
+        if self._management is not None:
+            self._management.stop()
+
     def stop(self) -> None:
         """Stop everything started; leaves no process behind, and does not wait on each in turn."""
         for loop in self.loops:
@@ -524,6 +607,7 @@ class LocalStack:
         pools = [threading.Thread(target=pool.stop, daemon=True) for pool in self.pools.values()]
         for thread in pools:
             thread.start()
+        self._stop_websocket()
         if self._model is not None:
             self._model.stop()
         deadline = time.monotonic() + 10

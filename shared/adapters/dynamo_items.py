@@ -93,8 +93,9 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         "leaseToken": job.lease_token,
         "leaseExpiresAt": _optional_iso(job.lease_expires_at),
         "resultLocation": job.result_location,
+        # A new item is the first write: revision 1, written by the submit.
+        r.REVISION_ATTRIBUTE: job.revision,
         r.WRITE_KIND_ATTRIBUTE: "submit",
-        "revision": job.revision,
         # Absent until they matter: every byte of the item is paid for again on each write.
         "stalls": job.stalls or None,
         "crashes": job.crashes or None,
@@ -132,7 +133,7 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "expires_at": from_iso(values["expiresAt"]),
         "attempts": values.get("attempts", 0),
         "crashes": values.get("crashes", 0),
-        "revision": values.get("revision", 0),
+        "revision": values.get(r.REVISION_ATTRIBUTE, 0),
         "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
         "error": error,
         "usage": usage,

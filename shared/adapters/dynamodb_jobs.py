@@ -196,7 +196,7 @@ class DynamoJobRepository:
     def transition(self, transition: Transition) -> JobRecord:
         """One conditional UpdateItem: the lifecycle edge, the lease, and the index keys together."""
         check_transition(transition.source, transition.target, operator_redrive=transition.operator_redrive)
-        return self._conditional_update(transition.job_id, _transition_update(transition))
+        return self._conditional_update(transition.job_id, _transition_update(transition), transition.kind)
 
     def take_submit_quota(self, owner_key: str, window_start: datetime, limit: int) -> bool:
         """One conditional ADD on the owner's counter for this minute; the item expires by TTL."""
@@ -227,8 +227,7 @@ class DynamoJobRepository:
         update.require(f"{status} IN ({running}, {requested})")
         update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
         update.set("leaseExpiresAt", to_iso(lease.expires_at))
-        _stamp(update, WriteKind.HEARTBEAT)
-        return self._conditional_update(job_id, update)
+        return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
 
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
         """Pending stays Pending; the compare on dispatchAt makes this the one re-send of the period."""
@@ -237,8 +236,7 @@ class DynamoJobRepository:
         update.require(f"{update.name('dispatchAt')} = {update.value(to_iso(job.dispatch_at))}")
         update.set("dispatchAt", to_iso(now)).set("updatedAt", to_iso(now))
         update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(job.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
-        _stamp(update, WriteKind.BUMP)
-        return self._conditional_update(job.job_id, update)
+        return self._conditional_update(job.job_id, update, WriteKind.BUMP)
 
     def defer_sweep(self, job: JobRecord, sweep_at: datetime) -> None:
         """Move a watched job's sweepAt later, if it has not changed status or lease since it was read."""
@@ -247,8 +245,7 @@ class DynamoJobRepository:
         if job.lease_token is not None:
             update.require(f"{update.name('leaseToken')} = {update.value(job.lease_token)}")
         update.set(r.SWEEP_INDEX_SORT, to_iso(sweep_at))
-        _stamp(update, WriteKind.DEFER)
-        self._conditional_update(job.job_id, update)
+        self._conditional_update(job.job_id, update, WriteKind.DEFER)
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
         """One query on the sparse sweeper index: only watched jobs carry its keys, so no scan."""
@@ -263,7 +260,9 @@ class DynamoJobRepository:
             )
         return [item[r.PARTITION_KEY]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
 
-    def _conditional_update(self, job_id: str, update: UpdateBuilder) -> JobRecord:
+    def _conditional_update(self, job_id: str, update: UpdateBuilder, kind: WriteKind) -> JobRecord:
+        # Every job write says what it was and counts itself: the stream's consumers read both.
+        update.set(r.WRITE_KIND_ATTRIBUTE, kind.value).add(r.REVISION_ATTRIBUTE, 1)
         try:
             with storage_errors():
                 response = self._client.update_item(
@@ -281,17 +280,11 @@ class DynamoJobRepository:
         return job_from_item(response["Attributes"])
 
 
-def _stamp(update: UpdateBuilder, kind: WriteKind) -> None:
-    """Every job write says what kind it is and moves the revision on (DESIGN.md, "Live updates")."""
-    update.set(r.WRITE_KIND_ATTRIBUTE, kind.value).add("revision", 1)
-
-
 def _transition_update(t: Transition) -> UpdateBuilder:
     update = UpdateBuilder()
     status = update.name("status")
     update.require(f"{status} = {update.value(t.source.value)}")
     update.set("status", t.target.value).set("updatedAt", to_iso(t.now))
-    _stamp(update, t.kind)
     if t.lease_token is not None:
         update.require(f"{update.name('leaseToken')} = {update.value(t.lease_token)}")
     if t.require_due:

@@ -20,6 +20,7 @@ def test_every_route_of_the_contract_is_documented() -> None:
         "/v1/jobs/{job_id}",
         "/v1/jobs/{job_id}/result",
         "/v1/jobs/{job_id}/cancellation",
+        "/v1/realtime/tickets",
     }
     assert set(paths["/v1/jobs"]) == {"get", "post"}
 

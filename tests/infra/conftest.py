@@ -48,6 +48,15 @@ class Synthesized:
         """Resources of one CloudFormation type, by logical id."""
         return {k: v for k, v in self.resources.items() if v["Type"] == resource_type}
 
+    def of_api(self, resource_type: str, *api_path: str) -> dict[str, dict[str, Any]]:
+        """Resources of one AWS::ApiGatewayV2 type that belong to the API at `api_path` (by its ApiId)."""
+        api = self.logical_id(*api_path)
+        return {
+            k: v
+            for k, v in self.of_type(resource_type).items()
+            if v["Properties"].get("ApiId") == {"Ref": api}
+        }
+
 
 def _violations(outdir: Path) -> list[dict[str, Any]]:
     """Findings from the validation report cdk-nag's plugin run wrote into the cloud assembly."""

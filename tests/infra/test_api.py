@@ -12,6 +12,8 @@ from infra.names import (
     AUTH,
     CORS_ALLOW_HEADERS,
     CORS_EXPOSE_HEADERS,
+    HTTP_API,
+    REALTIME,
     ROUTES,
     USER_POOL,
     USER_POOL_CLIENT,
@@ -22,8 +24,8 @@ pytestmark = pytest.mark.infra
 
 def test_every_route_requires_the_jwt_authorizer(synthesized):
     # Given the synthesized routes
-    routes = synthesized.of_type("AWS::ApiGatewayV2::Route")
-    (authorizer_id,) = synthesized.of_type("AWS::ApiGatewayV2::Authorizer")
+    routes = synthesized.of_api("AWS::ApiGatewayV2::Route", API, HTTP_API)
+    (authorizer_id,) = synthesized.of_api("AWS::ApiGatewayV2::Authorizer", API, HTTP_API)
 
     # Then each one is JWT-authorized by the one Cognito authorizer, none is open
     assert routes
@@ -32,11 +34,13 @@ def test_every_route_requires_the_jwt_authorizer(synthesized):
         assert route["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
 
 
-def test_the_five_routes_exist_and_nothing_else(synthesized):
-    keys = {r["Properties"]["RouteKey"] for r in synthesized.of_type("AWS::ApiGatewayV2::Route").values()}
+def test_the_six_routes_exist_and_nothing_else(synthesized):
+    routes = synthesized.of_api("AWS::ApiGatewayV2::Route", API, HTTP_API)
+    keys = {r["Properties"]["RouteKey"] for r in routes.values()}
 
     assert keys == {route.key for route in ROUTES}
-    assert len(ROUTES) == 5
+    assert "POST /v1/realtime/tickets" in keys
+    assert len(ROUTES) == 6
 
 
 def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
@@ -57,9 +61,11 @@ def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
 
 
 def test_routes_go_to_their_functions_with_payload_format_2(synthesized):
-    integrations = synthesized.of_type("AWS::ApiGatewayV2::Integration")
+    integrations = synthesized.of_api("AWS::ApiGatewayV2::Integration", API, HTTP_API)
     functions = {
-        name: synthesized.logical_id(API, f"{name.construct_id}Function")
+        name: synthesized.logical_id(
+            API if name.value != "tickets" else REALTIME, f"{name.construct_id}Function"
+        )
         for name in {r.function for r in ROUTES}
     }
 
@@ -87,7 +93,7 @@ def test_cors_allows_the_idempotency_key_and_exposes_the_async_headers(synthesiz
 
 
 def test_default_stage_logs_json_and_throttles(synthesized):
-    (stage,) = synthesized.of_type("AWS::ApiGatewayV2::Stage").values()
+    (stage,) = synthesized.of_api("AWS::ApiGatewayV2::Stage", API, HTTP_API).values()
     properties = stage["Properties"]
 
     assert properties["StageName"] == "$default"

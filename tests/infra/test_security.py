@@ -9,6 +9,7 @@ import pytest
 from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
+    CONNECTIONS_TABLE,
     CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
     ISOLATION_DLQ,
@@ -16,12 +17,15 @@ from infra.names import (
     JOBS_DLQ,
     JOBS_QUEUE,
     JOBS_TABLE,
+    NOTIFIER_FAILURE_QUEUE,
     OPENAI_SECRET,
     OUTBOX,
     PAYLOAD_BUCKET,
+    REALTIME,
     RELAY_FAILURE_QUEUE,
     STORAGE,
     SWEEPER,
+    WEBSOCKET_API,
     WORKER,
     FunctionName,
 )
@@ -36,6 +40,11 @@ HOME = {
     FunctionName.RELAY: OUTBOX,
     FunctionName.WORKER: WORKER,
     FunctionName.SWEEPER: SWEEPER,
+    FunctionName.TICKETS: REALTIME,
+    FunctionName.WS_AUTHORIZER: REALTIME,
+    FunctionName.WS_CONNECTIONS: REALTIME,
+    FunctionName.WS_MESSAGES: REALTIME,
+    FunctionName.NOTIFIER: REALTIME,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -51,6 +60,9 @@ STORAGE_RESOURCES = {
     "relay_failures": (OUTBOX, RELAY_FAILURE_QUEUE),
     "openai": (WORKER, OPENAI_SECRET),
     "cursor": (API, CURSOR_SECRET),
+    "connections": (REALTIME, CONNECTIONS_TABLE),
+    "notifier_failures": (REALTIME, NOTIFIER_FAILURE_QUEUE),
+    "websocket": (REALTIME, WEBSOCKET_API),
 }
 
 # Exactly what each role may do, per resource (besides writing its own logs and X-Ray).
@@ -95,6 +107,20 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "queue": {"sqs:SendMessage"},
         "isolation": {"sqs:SendMessage"},
+    },
+    FunctionName.TICKETS: {"connections": {"dynamodb:PutItem"}},
+    # Takes a ticket with one conditional delete, and nothing else.
+    FunctionName.WS_AUTHORIZER: {"connections": {"dynamodb:DeleteItem"}},
+    FunctionName.WS_CONNECTIONS: {
+        "connections": {"dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem"},
+        "websocket": {"execute-api:ManageConnections"},
+    },
+    FunctionName.WS_MESSAGES: {},
+    FunctionName.NOTIFIER: {
+        "jobs": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
+        "connections": {"dynamodb:Query", "dynamodb:DeleteItem"},
+        "websocket": {"execute-api:ManageConnections"},
+        "notifier_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
     },
 }
 
@@ -154,7 +180,13 @@ EXPECTED_ENVIRONMENT = {
         "INPUT_RETENTION_HOURS",
         "MAX_CRASHES",
     },
+    FunctionName.TICKETS: {r.ENV_CONNECTIONS_TABLE, r.ENV_WEBSOCKET_URL},
+    FunctionName.WS_AUTHORIZER: {r.ENV_CONNECTIONS_TABLE},
+    FunctionName.WS_CONNECTIONS: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
+    FunctionName.WS_MESSAGES: set(),
+    FunctionName.NOTIFIER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
 }
+PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
@@ -202,7 +234,7 @@ def _grants(synthesized, function: FunctionName) -> dict[str, set[str]]:
             if resource == "*":
                 grants.setdefault("*", set()).update(actions)
                 continue
-            for logical_id in _referenced_ids(resource):
+            for logical_id in _referenced_ids(resource) - PSEUDO_PARAMETERS:
                 key = "logs" if logical_id == own_logs else names.get(logical_id, logical_id)
                 grants.setdefault(key, set()).update(actions)
     return grants
@@ -317,7 +349,7 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 5
+    assert len(queues) == 6
     assert protected == set(queues)
     for queue in queues.values():
         assert (

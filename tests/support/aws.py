@@ -101,3 +101,28 @@ def create_resources(endpoint: str) -> TestResources:
         bucket=names.bucket,
         cursor_secret_arn=secret["ARN"],
     )
+
+
+def connections_table_definition(name: str) -> dict[str, Any]:
+    """The connections table (tickets and WebSocket connections) as the Realtime construct defines it."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.CONNECTIONS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.CONNECTIONS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": r.CONNECTIONS_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": r.CONNECTIONS_SORT_KEY, "AttributeType": "S"},
+        ],
+    }
+
+
+def create_connections_table(endpoint: str) -> str:
+    """A fresh connections table with a unique name."""
+    name = f"connections-{secrets.token_hex(4)}"
+    boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION).create_table(
+        **connections_table_definition(name)
+    )
+    return name

@@ -308,6 +308,7 @@ class TestLeaseAndDispatch:
         assert beat == job.model_copy(
             update={"lease_expires_at": later.expires_at, "revision": job.revision + 1}
         )
+        assert repository.write_kinds[job.job_id] == "heartbeat"
 
     def test_a_heartbeat_with_a_lost_lease_is_a_conflict(self) -> None:
         repository = InMemoryJobRepository()

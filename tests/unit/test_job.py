@@ -79,7 +79,7 @@ def test_a_fresh_job_on_the_wire() -> None:
         "expiresAt": "2030-02-14T12:00:30.250Z",
         "attempts": 0,
         "crashes": 0,
-        "revision": 0,
+        "revision": 1,
         "cancelRequestedAt": None,
         "resultUrl": None,
         "error": None,

@@ -1,0 +1,1 @@
+"""The jobs stream's second consumer: each job write, pushed to its owner's WebSocket connections."""

@@ -1,0 +1,41 @@
+"""The composition root of the notifier."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import boto3
+
+from functions.notifier.settings import NotifierSettings
+from shared.adapters.dynamodb_connections import DynamoConnectionStore
+from shared.adapters.job_stream import job_change
+from shared.adapters.management_api import CLIENT_CONFIG, ManagementApiGateway
+from shared.realtime import JobChange
+from shared.realtime_ports import ConnectionGateway, ConnectionStore
+
+
+@dataclass(frozen=True)
+class NotifierDependencies:
+    """The connection store, the stage's management API, and the stream record reader."""
+
+    store: ConnectionStore
+    gateway: ConnectionGateway
+    # A stream record as a job change (None: not a job write); raises ValueError when unreadable.
+    read_change: Callable[[Mapping[str, Any]], JobChange | None]
+
+
+@cache
+def build_dependencies(settings: NotifierSettings) -> NotifierDependencies:
+    """Create the clients once per container; the management client at the stage's callback URL."""
+    return NotifierDependencies(
+        store=DynamoConnectionStore(boto3.client("dynamodb"), settings.connections_table),
+        gateway=ManagementApiGateway(
+            boto3.client(
+                "apigatewaymanagementapi", endpoint_url=settings.connections_endpoint, config=CLIENT_CONFIG
+            )
+        ),
+        read_change=job_change,
+    )

@@ -1,0 +1,1 @@
+"""The WebSocket API's `$connect` REQUEST authorizer: one ticket, one connect."""

@@ -1,0 +1,1 @@
+"""The WebSocket API's `$default` route: `{"action": "ping"}` gets `{"type": "pong"}`."""

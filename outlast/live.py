@@ -1,0 +1,142 @@
+"""Live job updates over the WebSocket a ticket opens (DESIGN.md, "Live updates: WebSocket push").
+
+`open_live` takes a single-use ticket (POST /v1/realtime/tickets) and connects to the URL it
+comes with; `LiveUpdates.next_update` hands out the status documents the API pushes. The socket
+is only the fast path: every failure is a `LiveUpdatesError`, on which callers fall back to
+polling, and a caller re-reads the job with GET whenever it needs the truth.
+
+The client pings (`{"action": "ping"}`) after 5 quiet minutes (API Gateway closes a connection
+idle for 10) and a caller takes a new ticket before the 2-hour limit (`due_for_renewal`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Self, cast
+
+from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI, WebSocketException
+from websockets.sync.client import ClientConnection, connect
+
+from outlast.client import (
+    ApiError,
+    OutlastClient,
+    StatusDocument,
+    TransportError,
+    UnexpectedAnswerError,
+)
+
+PING_INTERVAL_SECONDS = 300.0
+OPEN_TIMEOUT_SECONDS = 10.0
+# API Gateway ends a connection after 2 hours; reconnect with a fresh ticket a little before.
+RENEW_AFTER_SECONDS = 110 * 60.0
+PING = json.dumps({"action": "ping"})
+
+
+class LiveUpdatesError(Exception):
+    """The socket could not be opened or was lost; polling still works."""
+
+
+class LiveUpdates:
+    """One open WebSocket connection of the caller."""
+
+    def __init__(self, connection: ClientConnection) -> None:
+        self._connection = connection
+        self._opened = time.monotonic()
+        self._last_sent = self._opened
+
+    @classmethod
+    def open(cls, url: str, open_timeout: float = OPEN_TIMEOUT_SECONDS) -> Self:
+        """Connect to a ticket's URL (a refused handshake, a bad URL or no answer: LiveUpdatesError)."""
+        try:
+            connection = connect(
+                url,
+                open_timeout=open_timeout,
+                ping_interval=None,  # the API's idle limit counts messages: the client pings itself
+                compression=None,
+                max_size=128 * 1024,
+                legacy=True,  # the connection itself, closed by LiveUpdates.close
+            )
+        except InvalidStatus as error:
+            raise LiveUpdatesError(
+                f"the WebSocket refused the ticket (HTTP {error.response.status_code})"
+            ) from None
+        except (InvalidURI, InvalidHandshake, WebSocketException, OSError, TimeoutError) as error:
+            raise LiveUpdatesError(f"no WebSocket connection ({type(error).__name__})") from None
+        return cls(connection)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @property
+    def due_for_renewal(self) -> bool:
+        """True near the 2-hour limit: take a new ticket and reconnect."""
+        return time.monotonic() - self._opened >= RENEW_AFTER_SECONDS
+
+    def next_update(self, timeout: float) -> StatusDocument | None:
+        """The next pushed status document within `timeout` seconds, else None (pongs are skipped)."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            self._ping_if_quiet()
+            left = deadline - time.monotonic()
+            try:
+                frame = self._connection.recv(timeout=max(0.0, min(left, PING_INTERVAL_SECONDS)))
+            except TimeoutError:
+                if time.monotonic() >= deadline:
+                    return None
+                continue
+            except (WebSocketException, OSError) as error:
+                raise LiveUpdatesError(f"the WebSocket closed ({type(error).__name__})") from None
+            document = _job_document(frame)
+            if document is not None:
+                return document
+
+    def ping(self) -> None:
+        """Send `{"action": "ping"}` (the API answers with `{"type": "pong"}`)."""
+        try:
+            self._connection.send(PING)
+        except (WebSocketException, OSError) as error:
+            raise LiveUpdatesError(f"the WebSocket closed ({type(error).__name__})") from None
+        self._last_sent = time.monotonic()
+
+    def _ping_if_quiet(self) -> None:
+        if time.monotonic() - self._last_sent >= PING_INTERVAL_SECONDS:
+            self.ping()
+
+    def close(self) -> None:
+        """Close the connection (the API forgets it at $disconnect)."""
+        try:
+            self._connection.close()
+        except (WebSocketException, OSError):
+            return
+
+
+def _job_document(frame: str | bytes) -> StatusDocument | None:
+    try:
+        message: Any = json.loads(frame)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("type") != "job":
+        return None
+    job = message.get("job")
+    if (
+        not isinstance(job, dict)
+        or not isinstance(job.get("jobId"), str)
+        or not isinstance(job.get("status"), str)
+    ):
+        return None
+    return cast(StatusDocument, job)
+
+
+def open_live(client: OutlastClient) -> LiveUpdates:
+    """Take a ticket and connect with it; LiveUpdatesError when either fails (the caller polls)."""
+    try:
+        ticket = client.create_ticket()
+    except ApiError as error:
+        raise LiveUpdatesError(f"no ticket (HTTP {error.status})") from None
+    except (TransportError, UnexpectedAnswerError) as error:
+        raise LiveUpdatesError(f"no ticket ({error})") from None
+    return LiveUpdates.open(ticket.document["url"])

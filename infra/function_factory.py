@@ -1,7 +1,8 @@
 """The function factory: every Lambda function declared once, with the same defaults.
 
-Defaults: arm64, the newest Python runtime aws-cdk-lib offers (python3.14), X-Ray tracing, an
-explicit log group with the stage's retention, Powertools environment variables, its own role
+Defaults: arm64, the python3.13 runtime (the build interpreter's version: the layers' bytecode is
+compiled for it), X-Ray tracing, an explicit log group with the stage's retention, Powertools
+environment variables, its own role
 (no AWS managed policy: the role may write to its own log group and nothing else until a
 capability grants more), the shared code asset and one dependency layer.
 """
@@ -23,7 +24,7 @@ from infra.environment import powertools_environment
 from infra.names import FUNCTION_SUFFIX, LOG_GROUP_SUFFIX, ROLE_SUFFIX, FunctionName
 from infra.packaging import LAYERS, PYTHON_VERSION, LayerSpec, Packaging
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
 
 if RUNTIME.name != f"python{PYTHON_VERSION}":  # the layers are built for PYTHON_VERSION
@@ -57,6 +58,11 @@ _RETENTION = {
 _XRAY_REASON = (
     "Active X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no "
     "resource-level permissions, so AWS requires Resource *."
+)
+_RUNTIME_REASON = (
+    "python3.13, not the newest Python runtime, on purpose: the layers' bytecode only works on the "
+    "minor version that compiled it, and the build and CI machines have CPython 3.12 and 3.13, not "
+    "3.14. python3.13 is supported until 2029-06-30 (docs/architecture.md, Packaging)."
 )
 
 
@@ -153,5 +159,6 @@ class FunctionFactory(Construct):
             description=spec.description,
             retry_attempts=spec.retry_attempts,
         )
+        nag.acknowledge(function, "AwsSolutions-L1", _RUNTIME_REASON)
         nag.acknowledge(role, nag.wildcard_resource("*"), f"{_XRAY_REASON} {spec.other_star_resources}")
         return function

@@ -23,6 +23,7 @@ from infra.names import (
     WORKER,
     FunctionName,
 )
+from infra.packaging import PYTHON_VERSION
 from shared import resources as r
 
 pytestmark = pytest.mark.infra
@@ -257,7 +258,7 @@ def test_every_function_has_the_factory_defaults(synthesized, function):
         synthesized.logical_id(HOME[function], f"{function.construct_id}Function")
     ]["Properties"]
 
-    assert properties["Runtime"] == RUNTIME.name == "python3.14"
+    assert properties["Runtime"] == RUNTIME.name == f"python{PYTHON_VERSION}"
     assert properties["Architectures"] == [ARCHITECTURE.name] == ["arm64"]
     assert properties["Handler"] == f"functions.{function.value}.handler.lambda_handler"
     assert properties["TracingConfig"] == {"Mode": "Active"}

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -65,7 +66,7 @@ DEV_LOCK = "dev.txt"
 LAYER_MOUNT = "/opt"
 CODE_MOUNT = "/var/task"
 # Bump when the recipe below changes, so cached layers and staged code are rebuilt.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 # What the Lambda Python runtime provides: boto3 and its dependency closure.
 RUNTIME_PROVIDED = frozenset(
     {"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six", "urllib3"}
@@ -162,11 +163,16 @@ def requirements_for(spec: LayerSpec, dependencies: Iterable[str]) -> tuple[str,
     return selected
 
 
-def layer_key(lock: bytes, python_version: str = PYTHON_VERSION) -> str:
-    """A short hash of everything that decides a layer's content: its lock file and the recipe."""
+def layer_key(lock: bytes, python_version: str = PYTHON_VERSION, pip_version: str | None = None) -> str:
+    """A short hash of everything that decides a layer's content: its lock file and the recipe.
+
+    pip's version counts (the dist-info files it writes differ between releases); it is the one
+    requirements/dev.txt pins, so the key only moves when that pin does.
+    """
     recipe = {
         "lock": hashlib.sha256(lock).hexdigest(),
         "python": python_version,
+        "pip": pip_version or importlib.metadata.version("pip"),
         "platform": PLATFORM,
         "pruned": sorted(RUNTIME_PROVIDED),
         "recipe": RECIPE_VERSION,
@@ -417,9 +423,21 @@ def prune(site: Path, distributions: Iterable[str]) -> list[str]:
         while directory != root and directory.is_dir() and not any(directory.iterdir()):
             directory.rmdir()
             directory = directory.parent
-    # Console scripts: their shebangs name the build host's interpreter.
+    # Console scripts: their shebangs name the build host's interpreter. Their RECORD lines go
+    # too: they carry the scripts' hashes, which would make the layer depend on the build's path.
     shutil.rmtree(site / "bin", ignore_errors=True)
+    for record in sorted(site.glob("*.dist-info/RECORD")):
+        lines = record.read_text().splitlines(keepends=True)
+        kept = [line for line in lines if _inside(site, line.split(",", 1)[0]) or not line.strip()]
+        if kept != lines:
+            record.write_text("".join(kept))
     return removed
+
+
+def _inside(site: Path, recorded: str) -> bool:
+    """Whether a RECORD path (relative to the site directory) names a file that is still there."""
+    path = (site / recorded).resolve()
+    return path.is_relative_to(site.resolve()) and not path.is_relative_to((site / "bin").resolve())
 
 
 def main(argv: list[str] | None = None) -> int:

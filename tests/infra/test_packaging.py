@@ -208,12 +208,17 @@ def test_the_dev_lock_covers_every_dev_requirement():
         assert requirement.specifier.contains(dev[canonicalize_name(requirement.name)][0]), text
 
 
-def test_layer_key_changes_with_the_lock_and_the_runtime():
-    base = layer_key(b"pydantic==2.9.0\n", "3.13")
+def test_layer_key_changes_with_the_lock_the_runtime_and_pip():
+    base = layer_key(b"pydantic==2.9.0\n", "3.13", "26.3")
 
-    assert layer_key(b"pydantic==2.9.0\n", "3.13") == base
-    assert layer_key(b"pydantic==2.10.0\n", "3.13") != base
-    assert layer_key(b"pydantic==2.9.0\n", "3.12") != base
+    assert layer_key(b"pydantic==2.9.0\n", "3.13", "26.3") == base
+    assert layer_key(b"pydantic==2.10.0\n", "3.13", "26.3") != base
+    assert layer_key(b"pydantic==2.9.0\n", "3.12", "26.3") != base
+    assert layer_key(b"pydantic==2.9.0\n", "3.13", "26.2") != base
+
+
+def test_the_layers_are_built_by_the_locked_pip():
+    assert importlib.metadata.version("pip") == _lock(DEV_LOCK)["pip"][0]
 
 
 # --- bytecode ----------------------------------------------------------------------------------
@@ -313,6 +318,23 @@ def test_prune_removes_runtime_provided_distributions_by_record(tmp_path):
     assert sorted(p.name for p in site.iterdir()) == ["pydantic", "pydantic-2.9.0.dist-info"]
 
 
+def test_prune_drops_the_record_lines_of_the_removed_scripts(tmp_path):
+    site = tmp_path / "python"
+    (site / "tool").mkdir(parents=True)
+    (site / "tool" / "__init__.py").write_text("")
+    (site / "bin").mkdir()
+    (site / "bin" / "tool").write_text("#!/build/host/python")
+    info = site / "tool-1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text(
+        "../../bin/tool,sha256=abc,20\ntool/__init__.py,,\ntool-1.0.dist-info/RECORD,,\n"
+    )
+
+    prune(site, RUNTIME_PROVIDED)
+
+    assert (info / "RECORD").read_text() == "tool/__init__.py,,\ntool-1.0.dist-info/RECORD,,\n"
+
+
 def test_unbundled_layers_are_placeholders(tmp_path):
     packaging = Packaging(build_dir=tmp_path)
 
@@ -366,6 +388,8 @@ def _wheel(directory: Path) -> Path:
         "tinypkg/sub/__init__.py": "",
         "tinypkg/sub/mod.py": "def known(name):\n    return name in {'one', 'two', 'three', 'four'}\n",
         "tinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+        # pip writes a script for it whose shebang (and so its RECORD hash) names the build's python
+        "tinypkg-1.0.dist-info/entry_points.txt": "[console_scripts]\ntiny = tinypkg.sub.mod:known\n",
         "tinypkg-1.0.dist-info/WHEEL": (
             "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
         ),
@@ -410,6 +434,13 @@ def test_a_layer_built_twice_from_its_lock_has_the_same_bytes_and_runtime_byteco
     files = zip_contents(assets[0].path)
     assert f"python/tinypkg/sub/__pycache__/mod.{cache_tag()}.pyc" in files
     assert bytecode_problems({k.removeprefix("python/"): v for k, v in files.items()}) == []
+    # And nothing in it depends on where it was built: no scripts, no record of them, no paths
+    assert not [name for name in files if name.startswith("python/bin/")]
+    record = files["python/tinypkg-1.0.dist-info/RECORD"].decode()
+    assert "bin/" not in record
+    assert "tinypkg/sub/mod.py" in record
+    for marker in (str(tmp_path), sys.prefix):
+        assert not [name for name, data in files.items() if marker.encode() in data], marker
 
 
 @pytest.mark.parametrize("spec", LAYERS, ids=lambda spec: spec.name)

@@ -2,10 +2,16 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The Lambda runtime's Python minor version (.python-version, which also makes pyenv's shims select
+# it here): the venv, the tests, local mode and the layer build all run it. PYTHON=... overrides.
+PYTHON_VERSION := $(shell cat .python-version)
+PYTHON ?= python$(PYTHON_VERSION)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements/dev.txt
+# True when the given interpreter runs and is Python $(PYTHON_VERSION).
+is_runtime_python = "$(1)" -c 'import sys; sys.exit(f"{sys.version_info[0]}.{sys.version_info[1]}" != "$(PYTHON_VERSION)")' 2>/dev/null
 NODE_STAMP := node_modules/.installed
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -15,15 +21,25 @@ export PYTHONDONTWRITEBYTECODE := 1
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+$(STAMP): pyproject.toml $(LOCK) .python-version
+	@$(call is_runtime_python,$(PYTHON)) || { \
+	  echo "error: need Python $(PYTHON_VERSION), the Lambda runtime's version, as '$(PYTHON)' (it is missing or another version)."; \
+	  echo "  With pyenv: 'pyenv install $(PYTHON_VERSION)' (.python-version selects it here); or: make PYTHON=/path/to/python$(PYTHON_VERSION)"; \
+	  exit 1; }
+	@if test -x $(BIN)/python && ! $(call is_runtime_python,$(BIN)/python); then \
+	  echo "$(VENV) is not Python $(PYTHON_VERSION): recreating it"; rm -rf $(VENV); fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# Exactly the locked versions, every file hash-checked; then outlast itself, built by the locked setuptools.
+	$(BIN)/python -m pip install --quiet --require-hashes --requirement $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --editable .
 	@touch $@
 
 .PHONY: install
-install: $(STAMP) ## Create .venv and install outlast with its dev tools (automatic for other targets)
+install: $(STAMP) ## Create .venv (Python from .python-version) and install the locked requirements/dev.txt (automatic for other targets)
+
+.PHONY: lock
+lock: $(STAMP) ## Re-resolve requirements/*.txt with uv (LOCK_ARGS=--upgrade for the newest allowed releases); needs PyPI
+	$(BIN)/python -m infra.lock $(LOCK_ARGS)
 
 .PHONY: test
 test: $(STAMP) ## Every test layer: unit, integration, infra, e2e; coverage floor 85% (the README's test command)
@@ -80,6 +96,7 @@ clean: ## Remove build outputs and caches (keeps .venv)
 CDK := node_modules/.bin/cdk
 CDK_RUN := PATH="$(CURDIR)/$(BIN):$$PATH" $(CDK)
 CDK_ARGS ?=
+LOCK_ARGS ?=
 TEMPLATE := cdk.out/Outlast.template.json
 
 $(NODE_STAMP): package.json package-lock.json
@@ -90,7 +107,7 @@ $(NODE_STAMP): package.json package-lock.json
 node: $(NODE_STAMP) ## Install the pinned AWS CDK CLI from package-lock.json (npm ci)
 
 .PHONY: layers
-layers: $(STAMP) ## Build the Lambda layers for arm64 with pip (needs PyPI once; cached in build/layers)
+layers: $(STAMP) ## Build the Lambda layers for arm64 from requirements/layer-*.txt (needs PyPI once; cached in build/layers)
 	$(BIN)/python -m infra.packaging
 
 .PHONY: synth

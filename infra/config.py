@@ -86,6 +86,8 @@ class StageConfig(BaseModel):
 
     # Observability.
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", alias="logLevel")
+    # Active X-Ray tracing on the API functions (submit, status); the others always trace.
+    api_tracing: bool = Field(default=False, alias="apiTracing")
     log_retention_days: int = Field(default=30, alias="logRetentionDays")
     metrics_namespace: str = Field(default=DEFAULT_METRICS_NAMESPACE, alias="metricsNamespace", min_length=1)
     alarm_email: str | None = Field(default=None, alias="alarmEmail")

@@ -48,16 +48,24 @@ def settings_environment(model: type[EnvSettings], values: Mapping[str, Value]) 
     return environment
 
 
-def powertools_environment(config: StageConfig, function: FunctionName) -> dict[str, str]:
+def powertools_environment(config: StageConfig, function: FunctionName, *, traced: bool) -> dict[str, str]:
     """What Powertools reads in every function."""
-    return {
+    environment = {
         "POWERTOOLS_SERVICE_NAME": function.service,
         "POWERTOOLS_METRICS_NAMESPACE": config.metrics_namespace,
+        # Lambda's application log level says the same in AWS (function_factory); this is what
+        # local mode, which has no advanced logging controls, goes by.
         "POWERTOOLS_LOG_LEVEL": config.log_level,
+    }
+    if traced:
         # The tracer would otherwise store each handler's response in the trace: model output
         # and status documents have no place in X-Ray (DESIGN.md, "Security").
-        "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
-    }
+        environment["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] = "false"
+    else:
+        # Without active tracing no segment is sampled: the tracer would still patch botocore
+        # and wrap every call at cold start for nothing.
+        environment["POWERTOOLS_TRACE_DISABLED"] = "true"
+    return environment
 
 
 def submit_environment(

@@ -1,9 +1,11 @@
 """The function factory: every Lambda function declared once, with the same defaults.
 
-Defaults: arm64, the newest Python runtime aws-cdk-lib offers (python3.14), X-Ray tracing, an
-explicit log group with the stage's retention, Powertools environment variables, its own role
-(no AWS managed policy: the role may write to its own log group and nothing else until a
-capability grants more), the shared code asset and one dependency layer.
+Defaults: arm64, the python3.13 runtime (the build interpreter's version: the layers' bytecode is
+compiled for it), JSON logs with Lambda's own system lines at WARN (application lines at INFO, or
+DEBUG for a DEBUG stage), X-Ray tracing on the asynchronous functions (the API functions only
+with `apiTracing`), an explicit log group with the stage's retention, Powertools environment
+variables, its own role (no AWS managed policy: the role may write to its own log group and
+nothing else until a capability grants more), the shared code asset and one dependency layer.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from infra.environment import powertools_environment
 from infra.names import FUNCTION_SUFFIX, LOG_GROUP_SUFFIX, ROLE_SUFFIX, FunctionName
 from infra.packaging import LAYERS, PYTHON_VERSION, LayerSpec, Packaging
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
 
 if RUNTIME.name != f"python{PYTHON_VERSION}":  # the layers are built for PYTHON_VERSION
@@ -58,6 +60,23 @@ _XRAY_REASON = (
     "Active X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no "
     "resource-level permissions, so AWS requires Resource *."
 )
+_NO_OTHER_STAR = "No other action of this role has Resource *."
+_RUNTIME_REASON = (
+    "python3.13, not the newest Python runtime, on purpose: the layers' bytecode only works on the "
+    "minor version that compiled it, and the build and CI machines have CPython 3.12 and 3.13, not "
+    "3.14. python3.13 is supported until 2029-06-30 (docs/architecture.md, Packaging)."
+)
+
+
+def application_log_level(log_level: str) -> lambda_.ApplicationLogLevel:
+    """Lambda's application log level for a stage's `logLevel`: DEBUG for DEBUG, else INFO.
+
+    Never above INFO: Powertools' EMF metric lines carry no level, and Lambda files a line
+    without one (or with a level it does not know, such as Python's WARNING) as INFO, so a WARN
+    or ERROR filter would drop the metrics. Lambda passes the level to Powertools
+    (AWS_LAMBDA_LOG_LEVEL), which takes it over POWERTOOLS_LOG_LEVEL.
+    """
+    return lambda_.ApplicationLogLevel.DEBUG if log_level == "DEBUG" else lambda_.ApplicationLogLevel.INFO
 
 
 def retention(days: int) -> logs.RetentionDays:
@@ -82,8 +101,11 @@ class FunctionSpec:
     description: str
     # Asynchronous invocations only (the sweeper's schedule); None keeps Lambda's default.
     retry_attempts: int | None = None
+    # Active X-Ray tracing. The API functions leave it to `apiTracing`: an HTTP API sends no trace
+    # header, so their traces would start at the function and show little that metrics do not.
+    traced: bool = True
     # Why any action besides X-Ray's needs Resource * (the tests allow only those AWS requires).
-    other_star_resources: str = "No other action of this role has Resource *."
+    other_star_resources: str | None = None
 
 
 class FunctionFactory(Construct):
@@ -146,12 +168,28 @@ class FunctionFactory(Construct):
             layers=[self._layers[spec.layer.name]],
             role=role,
             log_group=log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            # DISABLED leaves TracingConfig out (Lambda's PassThrough) and grants no X-Ray actions.
+            tracing=lambda_.Tracing.ACTIVE if spec.traced else lambda_.Tracing.DISABLED,
+            # Lambda's START/END/REPORT lines are INFO: at WARN only its warnings and errors
+            # (a timeout, an init failure) are written and billed. System levels need JSON format.
+            logging_format=lambda_.LoggingFormat.JSON,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            application_log_level_v2=application_log_level(self._config.log_level),
             timeout=spec.timeout,
             memory_size=spec.memory_mb,
-            environment={**powertools_environment(self._config, spec.name), **spec.environment},
+            environment={
+                **powertools_environment(self._config, spec.name, traced=spec.traced),
+                **spec.environment,
+            },
             description=spec.description,
             retry_attempts=spec.retry_attempts,
         )
-        nag.acknowledge(role, nag.wildcard_resource("*"), f"{_XRAY_REASON} {spec.other_star_resources}")
+        nag.acknowledge(function, "AwsSolutions-L1", _RUNTIME_REASON)
+        star_reasons = [_XRAY_REASON] if spec.traced else []
+        if spec.other_star_resources is not None:
+            star_reasons.append(spec.other_star_resources)
+        if star_reasons:
+            if spec.other_star_resources is None:
+                star_reasons.append(_NO_OTHER_STAR)
+            nag.acknowledge(role, nag.wildcard_resource("*"), " ".join(star_reasons))
         return function

@@ -1,18 +1,31 @@
 """Lambda packaging without Docker: the project's code as one asset, third-party packages in layers.
 
-- Code asset: `shared/` and `functions/` copied into `build/assets/code-<hash>` (no tests, no caches).
-  Every function uses it with its own handler string; its hash changes only with the code.
-- Layers, one per dependency set, selected by name from pyproject.toml's [project].dependencies
-  (the ranges are never respelled here): the API layer (submit, status, relay, sweeper) has no
-  openai; the worker layer is the same plus openai. Built with pip for the Lambda platform
-  (`--platform manylinux2014_aarch64 --implementation cp --python-version <runtime>
-  --only-binary=:all:`), cached under `build/layers/<name>-<key>` where the key hashes the
-  requirements, the runtime and this recipe; a cached layer is reused offline.
+- Code asset: `shared/` and `functions/` copied into `build/assets/code-<hash>` (no tests, no caches)
+  with their bytecode. Every function uses it with its own handler string; its hash changes only
+  with the code and this recipe.
+- Layers, one per dependency set (the API layer, for submit, status, relay and sweeper, has no
+  openai; the worker layer is the same plus openai), installed from their lock files,
+  `requirements/layer-<name>.txt` (`make lock`: uv resolves them for the Lambda platform from
+  pyproject.toml's [project].dependencies, constrained to the dev lock's pins, with every
+  distribution's hash). pip installs exactly those wheels (`--require-hashes --no-deps
+  --only-binary=:all: --platform manylinux2014_aarch64 --python-version <runtime>`), then the
+  layer is compiled and zipped into `build/layers/<name>-<key>.zip`, where the key hashes the lock
+  file, the runtime and this recipe; a cached layer is reused offline.
+- Bytecode: the runtime mounts layers and code read-only (`/opt`, `/var/task`), so Python can
+  never cache what it compiles there: without .pyc every cold start compiles every module it
+  imports from source. Both are compiled by the build interpreter, which must be the runtime's
+  minor version (the magic number in a .pyc names it; a mismatched .pyc is silently ignored), with
+  `--invalidation-mode unchecked-hash`: the default timestamp check would compare against mtimes
+  that zipping resets, and a hash check would re-read every source file at each import.
+- Reproducible: a layer zip holds its files in sorted order with fixed dates and modes, and the
+  .pyc name the runtime's paths and are compiled with a fixed hash seed, so two builds from one
+  commit give the same bytes; the zip's SHA-256 is its CDK asset hash (the CDK uploads a .zip asset
+  as it is).
 - boto3 comes from the Lambda runtime, not the layers: every Python runtime ships boto3 and
   botocore, which AWS patches; the calls the functions make (DynamoDB, S3, SQS, Secrets Manager)
   are long established; and botocore alone is about 25 MB unzipped that every cold start of every
-  function would otherwise unpack. pip still pulls botocore in (aws-xray-sdk needs it), so the
-  runtime-provided distributions are pruned from the layers after the install.
+  function would otherwise unpack. The layer locks leave the runtime-provided distributions out
+  (aws-xray-sdk depends on botocore), and a pruning pass removes any that still arrive.
 - `bundle=false` (tests, local mode) uses a placeholder layer directory: no pip, no network.
   Local mode runs the code with the host's virtual environment standing in for the layers.
 """
@@ -21,27 +34,39 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable
+import zipfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-PYPROJECT = PROJECT_ROOT / "pyproject.toml"
 BUILD_DIR = PROJECT_ROOT / "build"
 CODE_PACKAGES = ("shared", "functions")
 
-# The Lambda runtime the layers are built for; function_factory checks its Runtime matches.
-PYTHON_VERSION = "3.14"
-PLATFORM = "manylinux2014_aarch64"
-# Bump when the recipe below changes, so cached layers are rebuilt.
-RECIPE_VERSION = "1"
+# The Lambda runtime's Python minor version: the layers are locked and compiled for it, the build
+# interpreter must be it, and function_factory checks its Runtime matches. `.python-version` (what
+# the Makefile creates .venv with) says the same; a test holds them together.
+PYTHON_VERSION = "3.13"
+PLATFORM = "manylinux2014_aarch64"  # pip's name for the Lambda arm64 platform
+LOCK_PLATFORM = "aarch64-manylinux2014"  # uv's name for the same
+LOCK_DIR = "requirements"
+DEV_LOCK = "dev.txt"
+# Where Lambda puts a layer's python/ and the function code: the paths compiled into the .pyc
+# (the import system shows the real path anyway; a fixed one keeps the bytes reproducible).
+LAYER_MOUNT = "/opt"
+CODE_MOUNT = "/var/task"
+# Bump when the recipe below changes, so cached layers and staged code are rebuilt.
+RECIPE_VERSION = "3"
 # What the Lambda Python runtime provides: boto3 and its dependency closure.
 RUNTIME_PROVIDED = frozenset(
     {"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "six", "urllib3"}
@@ -54,10 +79,20 @@ _PLACEHOLDER_TEXT = (
     "Placeholder layer: synthesized without dependency bundling (bundle=false or auto without a\n"
     "cached layer). Not deployable; `make deploy` builds the real layers.\n"
 )
+# The earliest date a zip entry can carry; every entry gets it (and one of two modes).
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+_FILE_MODE = 0o644
+_EXECUTABLE_MODE = 0o755
+# A .pyc header's flags word (PEP 552) for `--invalidation-mode unchecked-hash`.
+UNCHECKED_HASH_FLAGS = 0b01
 
 
 class LayerBuildError(RuntimeError):
-    """pip could not build a layer (most often: no network and no cached layer)."""
+    """A layer could not be built: no network and no cached layer, a bad lock, a failed compile."""
+
+
+class BuildInterpreterError(RuntimeError):
+    """The build interpreter is not the runtime's Python: its bytecode would be ignored in Lambda."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +102,11 @@ class LayerSpec:
     name: str
     packages: tuple[str, ...]
     description: str
+
+    @property
+    def lock_name(self) -> str:
+        """The layer's lock file, under requirements/."""
+        return f"layer-{self.name}.txt"
 
 
 API_LAYER = LayerSpec(
@@ -107,7 +147,7 @@ def distribution_name(requirement: str) -> str:
     return normalize(match.group(1))
 
 
-def project_dependencies(pyproject: Path = PYPROJECT) -> tuple[str, ...]:
+def project_dependencies(pyproject: Path = PROJECT_ROOT / "pyproject.toml") -> tuple[str, ...]:
     """[project].dependencies of pyproject.toml, as written there."""
     with pyproject.open("rb") as handle:
         return tuple(tomllib.load(handle)["project"]["dependencies"])
@@ -123,11 +163,16 @@ def requirements_for(spec: LayerSpec, dependencies: Iterable[str]) -> tuple[str,
     return selected
 
 
-def layer_key(requirements: Iterable[str], python_version: str = PYTHON_VERSION) -> str:
-    """A short hash of everything that decides a layer's content."""
+def layer_key(lock: bytes, python_version: str = PYTHON_VERSION, pip_version: str | None = None) -> str:
+    """A short hash of everything that decides a layer's content: its lock file and the recipe.
+
+    pip's version counts (the dist-info files it writes differ between releases); it is the one
+    requirements/dev.txt pins, so the key only moves when that pin does.
+    """
     recipe = {
-        "requirements": sorted(requirements),
+        "lock": hashlib.sha256(lock).hexdigest(),
         "python": python_version,
+        "pip": pip_version or importlib.metadata.version("pip"),
         "platform": PLATFORM,
         "pruned": sorted(RUNTIME_PROVIDED),
         "recipe": RECIPE_VERSION,
@@ -135,9 +180,102 @@ def layer_key(requirements: Iterable[str], python_version: str = PYTHON_VERSION)
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def check_interpreter(python_version: str = PYTHON_VERSION) -> None:
+    """Fail unless this interpreter is the runtime's minor version (its .pyc carry that magic number)."""
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if running != python_version:
+        raise BuildInterpreterError(
+            f"the build interpreter is Python {running} but the Lambda runtime is python{python_version}: "
+            f"its bytecode would be ignored there. Run from the project's virtual environment "
+            f"(`make install` creates it with python{python_version})."
+        )
+
+
+def compile_bytecode(directory: Path, compiled_as: str) -> None:
+    """Compile every .py under `directory` in place, as unchecked-hash .pyc for this interpreter.
+
+    `compiled_as` is the directory's path at run time, recorded in the code objects. A fixed hash
+    seed keeps set constants in a fixed order, so the bytes do not change from one build to the next.
+    """
+    check_interpreter()
+    command = [
+        sys.executable, "-m", "compileall", "-q", "-j", "0",
+        "--invalidation-mode", "unchecked-hash", "-d", compiled_as, str(directory),
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)  # noqa: S603
+    if completed.returncode != 0:
+        raise LayerBuildError(f"compileall failed in {directory.name}:\n{completed.stdout}{completed.stderr}")
+
+
+def cache_tag(python_version: str = PYTHON_VERSION) -> str:
+    """The tag in a .pyc's file name for CPython `python_version` (`cpython-313`)."""
+    return "cpython-" + python_version.replace(".", "")
+
+
+def bytecode_problems(files: Mapping[str, bytes], python_version: str = PYTHON_VERSION) -> list[str]:
+    """What keeps the runtime from using a tree's bytecode; `files` maps posix paths to contents.
+
+    Every module needs its `__pycache__/<name>.cpython-3XY.pyc` with the runtime's magic number
+    (this interpreter's, which check_interpreter holds to the runtime's version) and the flags
+    of unchecked-hash: PEP 552 bit 0 set (hash-based), bit 1 clear (do not check the source).
+    """
+    check_interpreter(python_version)
+    tag = cache_tag(python_version)
+    sources = sorted(path for path in files if path.endswith(".py"))
+    if not sources:
+        return ["no Python modules at all"]
+    problems = []
+    for source in sources:
+        directory, _, name = source.rpartition("/")
+        compiled = f"{directory}/__pycache__/{name[:-3]}.{tag}.pyc".lstrip("/")
+        header = files.get(compiled, b"")[:16]
+        if not header:
+            problems.append(f"{source}: no {compiled}")
+        elif header[:4] != importlib.util.MAGIC_NUMBER:
+            problems.append(f"{compiled}: magic number {header[:4]!r}, not {importlib.util.MAGIC_NUMBER!r}")
+        elif int.from_bytes(header[4:8], "little") != UNCHECKED_HASH_FLAGS:
+            problems.append(
+                f"{compiled}: flags {int.from_bytes(header[4:8], 'little'):#04b}, not unchecked-hash"
+            )
+    return problems
+
+
+def zip_contents(path: Path) -> dict[str, bytes]:
+    """A zip's files by name."""
+    with zipfile.ZipFile(path) as archive:
+        return {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
+
+
+def write_zip(source: Path, target: Path) -> str:
+    """Zip `source`'s files into `target` reproducibly; return the zip's SHA-256.
+
+    Entries in sorted order, each dated 1980-01-01 with mode 644 (755 if executable), deflated:
+    the bytes depend only on the files' paths, contents and executable bits.
+    """
+    files = sorted(
+        (path.relative_to(source).as_posix(), path) for path in source.rglob("*") if path.is_file()
+    )
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name, path in files:
+            info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
+            info.create_system = 3  # Unix, so that the mode below is the one extracted
+            mode = _EXECUTABLE_MODE if os.access(path, os.X_OK) else _FILE_MODE
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return file_digest(target)
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file, hex."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 @dataclass(frozen=True)
 class LayerAsset:
-    """A directory to use as a layer's asset, and the hash CDK should use for it."""
+    """What to use as a layer's asset (a zip, or the placeholder directory) and its CDK asset hash."""
 
     path: Path
     asset_hash: str
@@ -145,32 +283,39 @@ class LayerAsset:
 
 
 class Packaging:
-    """Produces the code asset and the layer directories under one build directory."""
+    """Produces the code asset and the layer zips under one build directory.
 
-    def __init__(self, build_dir: Path = BUILD_DIR, pyproject: Path = PYPROJECT) -> None:
+    `root` holds pyproject.toml, the lock files (requirements/) and the code packages.
+    """
+
+    def __init__(self, build_dir: Path = BUILD_DIR, root: Path = PROJECT_ROOT) -> None:
         self._build_dir = build_dir
-        self._pyproject = pyproject
+        self._root = root
 
-    def requirements(self, spec: LayerSpec) -> tuple[str, ...]:
-        """The layer's requirement strings, from pyproject.toml."""
-        return requirements_for(spec, project_dependencies(self._pyproject))
+    def lock_file(self, spec: LayerSpec) -> Path:
+        """The layer's lock file."""
+        return self._root / LOCK_DIR / spec.lock_name
 
-    def cached_layer(self, spec: LayerSpec) -> LayerAsset:
-        """The layer's cache entry (it may not exist yet)."""
-        key = layer_key(self.requirements(spec))
-        return LayerAsset(self._build_dir / "layers" / f"{spec.name}-{key}", f"{spec.name}-{key}", False)
+    def layer_path(self, spec: LayerSpec) -> Path:
+        """Where the layer's zip is cached (it may not exist yet)."""
+        lock = self.lock_file(spec)
+        if not lock.is_file():
+            raise LayerBuildError(
+                f"layer {spec.name} has no lock file {LOCK_DIR}/{spec.lock_name}; run `make lock`"
+            )
+        return self._build_dir / "layers" / f"{spec.name}-{layer_key(lock.read_bytes())}.zip"
 
     def layer(self, spec: LayerSpec, *, build: bool, allow_placeholder: bool) -> LayerAsset:
         """The cached layer; else a fresh build (`build`); else a placeholder (`allow_placeholder`)."""
-        cached = self.cached_layer(spec)
-        if cached.path.is_dir():
-            return cached
-        if build:
-            self._build(self.requirements(spec), cached.path)
-            return cached
-        if allow_placeholder:
-            return self.placeholder()
-        raise LayerBuildError(f"layer {spec.name} is not built; run `make layers`")
+        path = self.layer_path(spec)
+        if not path.is_file():
+            if build:
+                self._build(self.lock_file(spec), path)
+            elif allow_placeholder:
+                return self.placeholder()
+            else:
+                raise LayerBuildError(f"layer {spec.name} is not built; run `make layers`")
+        return LayerAsset(path, file_digest(path), placeholder=False)
 
     def placeholder(self) -> LayerAsset:
         """An (almost) empty layer directory: synth needs no pip and no network."""
@@ -183,56 +328,75 @@ class Packaging:
         return LayerAsset(path, f"placeholder-{digest}", True)
 
     def stage_code(self) -> Path:
-        """Copy the project's packages into `build/assets/code-<hash of their content>`.
+        """Copy the project's packages, compiled, into `build/assets/code-<hash of content and recipe>`.
 
         Content-addressed: an unchanged tree is reused as is, and two synths running at once
         (make synth, local mode, tests) never write into the same directory.
         """
-        root = self._pyproject.parent
-        files = code_files(root)
-        digest = hashlib.sha256()
+        check_interpreter()
+        files = code_files(self._root)
+        digest = hashlib.sha256(f"python{PYTHON_VERSION} recipe {RECIPE_VERSION}\0".encode())
         for relative in files:
-            digest.update(relative.as_posix().encode() + b"\0" + (root / relative).read_bytes() + b"\0")
+            digest.update(relative.as_posix().encode() + b"\0" + (self._root / relative).read_bytes() + b"\0")
         assets = self._build_dir / "assets"
         target = assets / f"code-{digest.hexdigest()[:16]}"
         if target.is_dir():
             return target
         assets.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".code-", dir=assets))
+        staging.chmod(_EXECUTABLE_MODE)
         for relative in files:
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / relative, staging / relative)
+            shutil.copyfile(self._root / relative, staging / relative)
+        try:
+            compile_bytecode(staging, CODE_MOUNT)
+            for path in staging.rglob("*"):  # not the umask's modes: the CDK zips them as they are
+                path.chmod(_EXECUTABLE_MODE if path.is_dir() else _FILE_MODE)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         try:
             staging.rename(target)
         except OSError:  # another synth staged the same content first
             shutil.rmtree(staging, ignore_errors=True)
         return target
 
-    def _build(self, requirements: tuple[str, ...], target: Path) -> None:
+    def _build(self, lock: Path, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-        sys.stderr.write(f"building layer {target.name} for python{PYTHON_VERSION} {PLATFORM} with pip\n")
-        command = [
-            sys.executable, "-m", "pip", "install",
-            "--quiet", "--disable-pip-version-check", "--no-compile",
-            "--only-binary=:all:", "--platform", PLATFORM, "--implementation", "cp",
-            "--python-version", PYTHON_VERSION,
-            "--target", str(staging / "python"),
-            *requirements,
-        ]  # fmt: skip
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.stem}-", dir=target.parent))
         try:
-            subprocess.run(command, check=True)  # noqa: S603 - our interpreter, our arguments
-        except subprocess.CalledProcessError as error:
+            sys.stderr.write(f"building layer {target.name} for python{PYTHON_VERSION} {PLATFORM} with pip\n")
+            content = staging / "content"  # the zip's root: Lambda extracts it into /opt
+            site = content / "python"
+            command = [
+                sys.executable, "-m", "pip", "install",
+                "--quiet", "--disable-pip-version-check", "--no-compile",
+                "--require-hashes", "--no-deps",
+                "--only-binary=:all:", "--platform", PLATFORM, "--implementation", "cp",
+                "--python-version", PYTHON_VERSION,
+                "--target", str(site),
+                "--requirement", str(lock),
+            ]  # fmt: skip
+            try:
+                subprocess.run(command, check=True)  # noqa: S603 - our interpreter, our arguments
+            except subprocess.CalledProcessError as error:
+                raise LayerBuildError(
+                    f"pip could not build {target.name} (no network?). Synthesize offline with "
+                    "`-c bundle=auto` (cached layers, else placeholders) or `-c bundle=false`."
+                ) from error
+            prune(site, RUNTIME_PROVIDED)
+            compile_bytecode(site, f"{LAYER_MOUNT}/python")
+            archive = staging / "layer.zip"
+            write_zip(content, archive)
+            problems = bytecode_problems(
+                {name.removeprefix("python/"): data for name, data in zip_contents(archive).items()}
+            )
+            if problems:
+                raise LayerBuildError(f"{target.name}: bytecode the runtime would ignore: {problems[:5]}")
+            if not target.exists():  # else another build won the race; its result is identical
+                archive.replace(target)
+        finally:
             shutil.rmtree(staging, ignore_errors=True)
-            raise LayerBuildError(
-                f"pip could not build {target.name} (no network?). Synthesize offline with "
-                "`-c bundle=auto` (cached layers, else placeholders) or `-c bundle=false`."
-            ) from error
-        prune(staging / "python", RUNTIME_PROVIDED)
-        if target.exists():  # another build won the race; its result is identical
-            shutil.rmtree(staging, ignore_errors=True)
-        else:
-            staging.rename(target)
 
 
 def prune(site: Path, distributions: Iterable[str]) -> list[str]:
@@ -259,9 +423,21 @@ def prune(site: Path, distributions: Iterable[str]) -> list[str]:
         while directory != root and directory.is_dir() and not any(directory.iterdir()):
             directory.rmdir()
             directory = directory.parent
-    # Console scripts: their shebangs name the build host's interpreter.
+    # Console scripts: their shebangs name the build host's interpreter. Their RECORD lines go
+    # too: they carry the scripts' hashes, which would make the layer depend on the build's path.
     shutil.rmtree(site / "bin", ignore_errors=True)
+    for record in sorted(site.glob("*.dist-info/RECORD")):
+        lines = record.read_text().splitlines(keepends=True)
+        kept = [line for line in lines if _inside(site, line.split(",", 1)[0]) or not line.strip()]
+        if kept != lines:
+            record.write_text("".join(kept))
     return removed
+
+
+def _inside(site: Path, recorded: str) -> bool:
+    """Whether a RECORD path (relative to the site directory) names a file that is still there."""
+    path = (site / recorded).resolve()
+    return path.is_relative_to(site.resolve()) and not path.is_relative_to((site / "bin").resolve())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,11 +447,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     packaging = Packaging()
     for spec in LAYERS:
-        cached = packaging.cached_layer(spec)
         if args.rebuild:
-            shutil.rmtree(cached.path, ignore_errors=True)
+            packaging.layer_path(spec).unlink(missing_ok=True)
         asset = packaging.layer(spec, build=True, allow_placeholder=False)
-        sys.stdout.write(f"{spec.name}: {asset.path.relative_to(PROJECT_ROOT)}\n")
+        size_mb = asset.path.stat().st_size / 1e6
+        sys.stdout.write(
+            f"{spec.name}: {asset.path.relative_to(PROJECT_ROOT)} "
+            f"({size_mb:.1f} MB, sha256 {asset.asset_hash})\n"
+        )
     return 0
 
 

@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, NotRequired, TypedDict, TypeVar, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 USER_AGENT = "outlast-cli/0.1"
@@ -108,11 +108,8 @@ class SubmitRequest(TypedDict):
     options: NotRequired[JobOptions]
 
 
-DocumentT = TypeVar("DocumentT")
-
-
 @dataclass(frozen=True)
-class Answer(Generic[DocumentT]):
+class Answer[DocumentT]:
     """A successful answer: its status code, headers (lower-case names) and JSON body."""
 
     status: int

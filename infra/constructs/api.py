@@ -138,6 +138,7 @@ class Api(Construct):
                 timeout=_API_FUNCTION_TIMEOUT,
                 memory_mb=config.api_memory_mb,
                 description="outlast submit: POST /v1/jobs",
+                traced=config.api_tracing,
             ),
         )
         # The job and its input item (conditional PutItem, GetItem on replay).
@@ -164,6 +165,7 @@ class Api(Construct):
                 timeout=_API_FUNCTION_TIMEOUT,
                 memory_mb=config.api_memory_mb,
                 description="outlast status: status, result, list and cancel",
+                traced=config.api_tracing,
             ),
         )
         # Reads (GetItem), the owner's list (Query on the list index, then BatchGetItem of the jobs it

@@ -117,10 +117,15 @@ class Realtime(Construct):
             FunctionName.WS_AUTHORIZER,
             ws_authorizer_environment(connections_table=table),
             "outlast WebSocket $connect authorizer: one ticket, one connect",
+            traced=config.api_tracing,
         )
         grants.grant_table(self.connections_table, self.authorizer_function, ["DeleteItem"])
         self.messages_function = self._function(
-            factory, FunctionName.WS_MESSAGES, {}, "outlast WebSocket $default: ping -> pong"
+            factory,
+            FunctionName.WS_MESSAGES,
+            {},
+            "outlast WebSocket $default: ping -> pong",
+            traced=config.api_tracing,
         )
         # $connect/$disconnect need the stage's callback URL, which needs the API: the API is made
         # first, its routes once the function exists.
@@ -149,6 +154,7 @@ class Realtime(Construct):
             FunctionName.WS_CONNECTIONS,
             ws_connections_environment(connections_table=table, connections_endpoint=self.stage.callback_url),
             "outlast WebSocket $connect/$disconnect: the owner's connections, at most 10",
+            traced=config.api_tracing,
         )
         grants.grant_table(
             self.connections_table, self.connections_function, ["PutItem", "Query", "DeleteItem"]
@@ -162,6 +168,7 @@ class Realtime(Construct):
             FunctionName.TICKETS,
             tickets_environment(connections_table=table, websocket_url=self.stage.url),
             "outlast tickets: POST /v1/realtime/tickets",
+            traced=config.api_tracing,
         )
         grants.grant_table(self.connections_table, self.tickets_function, ["PutItem"])
         self.notifier_failures = secure_queue(
@@ -201,6 +208,7 @@ class Realtime(Construct):
         *,
         timeout: Duration = _ROUTE_TIMEOUT,
         other_star_resources: str | None = None,
+        traced: bool,
     ) -> lambda_.Function:
         spec = FunctionSpec(
             name=name,
@@ -209,6 +217,7 @@ class Realtime(Construct):
             timeout=timeout,
             memory_mb=256,
             description=description,
+            traced=traced,
         )
         if other_star_resources is not None:
             spec = replace(spec, other_star_resources=other_star_resources)
@@ -243,6 +252,8 @@ class Realtime(Construct):
             "outlast notifier: job writes on the jobs table stream -> their owners' WebSocket connections",
             timeout=Duration.seconds(60),
             other_star_resources=_LIST_STREAMS_REASON,
+            # Asynchronous, like the relay: traced (the API-facing functions follow `apiTracing`).
+            traced=True,
         )
         grants.grant_table(self.connections_table, notifier, ["Query", "DeleteItem"])
         grants.grant_manage_connections(self.web_socket_api, WEBSOCKET_STAGE_NAME, notifier, "POST")

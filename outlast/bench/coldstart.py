@@ -7,6 +7,18 @@ baseline is the least any function could do: import boto3, create a client, make
 Functions and the baseline take turns (round-robin, the order rotating each round), so a busy
 moment of the machine is shared out; the report gives medians and the ratio to the baseline.
 
+Each child looks like a Lambda execution environment to the libraries it imports: it runs in
+the function's code asset from the cloud assembly (with its bytecode, as in /var/task) and gets
+the variables the Lambda Python runtime sets (`LAMBDA_TASK_ROOT`, `AWS_EXECUTION_ENV`,
+`AWS_LAMBDA_FUNCTION_NAME`, `AWS_LAMBDA_RUNTIME_API`, `_X_AMZN_TRACE_ID`, the log format and
+level of its LoggingConfig, ...). Without them aws-xray-sdk, imported by every function through
+Powertools' tracer, sees no `LAMBDA_TASK_ROOT` and builds its centralized sampler and that
+sampler's X-Ray client at import, which no function does in Lambda. The baseline gets the same
+variables (the status function's), so the ratio still compares like with like. The tracer stays
+disabled as in local mode (`POWERTOOLS_TRACE_DISABLED`), so traced functions' numbers leave out
+its patching. The Lambda runtime client itself (awslambdaric) is not started: it costs every
+function alike, the baseline included.
+
 This is a local proxy: interpreter start, imports and client creation on this machine's CPU,
 and the first request against moto. Lambda adds its own sandbox start and runs on a fraction
 of a vCPU at 256-512 MB, so absolute times differ; the ratios say what the code adds.
@@ -27,12 +39,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from infra.packaging import PYTHON_VERSION
 from outlast.bench.events import EVENTS_DIR
-from outlast.bench.harness import Harness
+from outlast.bench.harness import FunctionSpec, Harness
 from outlast.bench.stats import summary
 from outlast.local.event_sources import scheduled_event
 from outlast.local.lambda_runtime import host_environment
-from outlast.local.synth import PROJECT_ROOT
 from shared.adapters.dynamo_items import job_key
 from shared.adapters.sqs_queue import encode_message
 from shared.ports import JobMessage
@@ -41,6 +53,10 @@ BASELINE = "baseline"
 FUNCTIONS = ("submit", "status", "relay", "worker", "sweeper")
 SAMPLE_SUB = "3b7c1d2e-8f4a-4c6b-9d1e-2f3a4b5c6d7e"  # the caller in events/*.json
 RUN_TIMEOUT_SECONDS = 120
+# Where the children are told the Runtime API and the X-Ray daemon are (nothing is sent to either:
+# the child calls the handler itself and the tracer is disabled); loopback, like everything here.
+RUNTIME_API = "127.0.0.1:9001"
+XRAY_DAEMON = "127.0.0.1:2000"
 
 # The child: everything it does between its first line and the answer is what is measured.
 CHILD = r"""
@@ -149,6 +165,31 @@ def _stream_event(h: Harness, job_id: str) -> dict[str, Any]:
     }
 
 
+def lambda_variables(spec: FunctionSpec) -> dict[str, str]:
+    """What the Lambda Python runtime sets in a function's environment (AWS's reserved variables)."""
+    trace = f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=0"
+    variables = {
+        "_HANDLER": spec.handler,
+        "_X_AMZN_TRACE_ID": trace,
+        "LAMBDA_TASK_ROOT": str(spec.code_dir),
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{PYTHON_VERSION}",
+        "AWS_LAMBDA_RUNTIME_API": RUNTIME_API,
+        "AWS_LAMBDA_FUNCTION_NAME": f"outlast-{spec.logical_id}",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/outlast-{spec.logical_id}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": f"2026/01/01/[$LATEST]{uuid.uuid4().hex}",
+        "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+        "AWS_XRAY_DAEMON_ADDRESS": XRAY_DAEMON,
+    }
+    if spec.log_format is not None:
+        variables["AWS_LAMBDA_LOG_FORMAT"] = spec.log_format
+    if spec.log_level is not None:
+        variables["AWS_LAMBDA_LOG_LEVEL"] = spec.log_level
+    return variables
+
+
 class _Runs:
     """Builds each child's configuration: fresh jobs, keys and request ids per run."""
 
@@ -165,10 +206,12 @@ class _Runs:
     def config(self, name: str, run: int) -> tuple[dict[str, Any], dict[str, str]]:
         out = str(self.workdir / f"{name}-{run}.json")
         if name == BASELINE:
-            environment = self.h.function_environment("status")
+            status = self.h.functions["status"]
+            environment = {**self.h.function_environment("status"), **lambda_variables(status)}
             return {
                 "kind": BASELINE,
                 "out": out,
+                "cwd": str(status.code_dir),
                 "call": {"TableName": self.table, "Key": self.probe_key, "ConsistentRead": True},
             }, environment
         spec = self.h.functions[name]
@@ -176,6 +219,7 @@ class _Runs:
             "kind": "function",
             "module": spec.module,
             "out": out,
+            "cwd": str(spec.code_dir),
             "functionName": f"outlast-{spec.logical_id}",
             "memoryMb": spec.memory_mb,
             "timeoutSeconds": spec.timeout_seconds,
@@ -193,7 +237,7 @@ class _Runs:
             config["event"] = _sqs_event(self.h, self.worker_jobs[run])
         else:
             config["event"] = scheduled_event()
-        return config, self.h.function_environment(name)
+        return config, {**self.h.function_environment(name), **lambda_variables(spec)}
 
 
 def _spawn(config: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:
@@ -206,7 +250,7 @@ def _spawn(config: dict[str, Any], environment: dict[str, str]) -> dict[str, Any
     spawned = time.time()
     completed = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
         [sys.executable, "-c", CHILD],
-        cwd=PROJECT_ROOT,
+        cwd=config["cwd"],  # Lambda's working directory is the code's: the handler imports from it
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -250,7 +294,8 @@ def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line:
         "runsPerFunction": runs,
         "baseline": report.pop(BASELINE),
         "functions": report,
-        "method": "fresh `python -c` per run: import the handler module, build the event (events/*.json "
-        "for the API functions), invoke once against moto; spawn-to-answer wall time, functions and a "
-        "`boto3.client('dynamodb').get_item` baseline interleaved round-robin; medians",
+        "method": "fresh `python -c` per run in the function's code asset with the Lambda runtime's "
+        "variables (LAMBDA_TASK_ROOT and the rest): import the handler module, build the event "
+        "(events/*.json for the API functions), invoke once against moto; spawn-to-answer wall time, "
+        "functions and a `boto3.client('dynamodb').get_item` baseline interleaved round-robin; medians",
     }

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from outlast.bench import push
-from outlast.bench.harness import SHARED_SERVICE_NAME, Harness, Invocation, model_wait_seconds
+from outlast.bench.harness import SHARED_SERVICE_NAME, FunctionSpec, Harness, Invocation, model_wait_seconds
 from outlast.bench.meter import ApiCall
 from outlast.bench.prices import PriceTable
 from outlast.bench.stats import summary
@@ -36,8 +36,8 @@ from outlast.local.event_sources import scheduled_event
 
 API_POLLS = 3  # after the submit, after the relay, after the worker
 # Lambda with active tracing samples the first request each second and 5% of the rest (X-Ray's
-# default rule); at steady load the 5% dominates. HTTP APIs do not trace, so each function
-# invocation is a trace of its own.
+# default rule); at steady load the 5% dominates. HTTP APIs do not trace, so each invocation of a
+# traced function (the template's TracingConfig) is a trace of its own.
 XRAY_SAMPLING_RATE = 0.05
 HOURS_PER_MONTH = 730
 GIB = 2**30
@@ -53,6 +53,8 @@ PLATFORM_LOG_LINES = (
     "SegmentId: 0123456789abcdef\tSampled: true\t\n",
 )
 PLATFORM_LOG_BYTES = sum(len(line.encode()) for line in PLATFORM_LOG_LINES)
+# START, END and REPORT are INFO lines: a function whose system log level is WARN writes none.
+_PLATFORM_LINE_LEVELS = frozenset({None, "DEBUG", "INFO"})
 # Lambda's SQS poller long-polls an idle queue; AWS documents five pollers to start with and a
 # 20-second long poll: 5 x 3 receives a minute whether or not jobs arrive (an estimate).
 IDLE_SQS_RECEIVES_PER_MINUTE = 5 * 3
@@ -127,6 +129,8 @@ class Quantities:
     s3_puts: float = 0.0
     s3_gets: float = 0.0
     stdout_bytes: dict[str, float] = field(default_factory=dict)  # per job, by function
+    platform_bytes: dict[str, int] = field(default_factory=dict)  # Lambda's lines per invocation
+    traced: frozenset[str] = frozenset()  # the functions with active tracing
     response_bytes: float = 0.0
     transitions: float = 0.0
 
@@ -141,12 +145,24 @@ class Quantities:
     @property
     def log_bytes(self) -> float:
         """Bytes ingested by CloudWatch Logs per job: the functions' output and Lambda's own lines."""
-        return sum(self.stdout_bytes.values()) + PLATFORM_LOG_BYTES * sum(self.invocations.values())
+        return sum(self.stdout_bytes.values()) + self.platform_bytes_per_job
+
+    @property
+    def platform_bytes_per_job(self) -> float:
+        """Bytes of Lambda's own START/END/REPORT lines per job, at each function's system log level."""
+        return sum(count * self.platform_bytes.get(name, 0) for name, count in self.invocations.items())
 
     @property
     def traces(self) -> float:
-        """X-Ray traces recorded per job at the sampling rate."""
-        return sum(self.invocations.values()) * XRAY_SAMPLING_RATE
+        """X-Ray traces recorded per job at the sampling rate: invocations of traced functions."""
+        return (
+            sum(count for name, count in self.invocations.items() if name in self.traced) * XRAY_SAMPLING_RATE
+        )
+
+
+def platform_log_bytes(spec: FunctionSpec) -> int:
+    """Bytes Lambda writes of its own per invocation of the function, at its system log level."""
+    return PLATFORM_LOG_BYTES if spec.system_log_level in _PLATFORM_LINE_LEVELS else 0
 
 
 def _function_of(phase: str) -> str:
@@ -192,6 +208,8 @@ def account(h: Harness, run: Lifecycle) -> tuple[Quantities, dict[str, Any]]:
     q = Quantities(batch=run.size)
     q.invocations = {name: count * per_job for name, count in counts.items()}
     q.memory_mb = {name: spec.memory_mb for name, spec in h.functions.items()}
+    q.platform_bytes = {name: platform_log_bytes(spec) for name, spec in h.functions.items()}
+    q.traced = frozenset(name for name, spec in h.functions.items() if spec.traced)
     q.api_requests = (counts["submit"] + counts["status"]) * per_job
     dynamo = [c for c in calls if c.service == "dynamodb"]
     q.write_units_table = sum(c.write_units or 0 for c in dynamo) * per_job
@@ -213,6 +231,9 @@ def account(h: Harness, run: Lifecycle) -> tuple[Quantities, dict[str, Any]]:
             "functionStdoutBytesPerJob": round(stdout_bytes * per_job, 1),
             "functionStdoutLinesPerJob": round(stdout_lines * per_job, 2),
             "platformBytesPerInvocation": PLATFORM_LOG_BYTES,
+            "platformBytesPerJob": round(q.platform_bytes_per_job, 1),
+            "systemLogLevels": {name: spec.system_log_level for name, spec in sorted(h.functions.items())},
+            "traced": sorted(q.traced),
             "byFunction": {name: round(size, 1) for name, size in sorted(q.stdout_bytes.items())},
         },
         "bytes": _bytes_table(calls, per_job),
@@ -515,7 +536,8 @@ def fixed_monthly(h: Harness, prices: PriceTable, timings: Timings, sweep_pass: 
     sweep_rru = sum(c.read_units or 0 for c in sweep_calls if c.service == "dynamodb")
     sweep_ms = timings.billed_ms(1).get("sweeper", 0.0)
     sweep_log, _ = _log_bytes(h, f"{sweep_pass}/sweeper")
-    memory = h.functions["sweeper"].memory_mb
+    sweeper = h.functions["sweeper"]
+    memory = sweeper.memory_mb
     metrics = _metrics(h)
     items = {
         "sweeper": runs
@@ -523,8 +545,8 @@ def fixed_monthly(h: Harness, prices: PriceTable, timings: Timings, sweep_pass: 
             prices.cost("lambdaRequest", 1)
             + prices.cost("lambdaArmGbSecond", sweep_ms / 1000 * memory / 1024)
             + prices.cost("dynamodbReadRequestUnit", sweep_rru)
-            + prices.cost("cloudwatchLogsIngestedGb", (sweep_log + PLATFORM_LOG_BYTES) / GIB)
-            + prices.cost("xrayTraceRecorded", XRAY_SAMPLING_RATE)
+            + prices.cost("cloudwatchLogsIngestedGb", (sweep_log + platform_log_bytes(sweeper)) / GIB)
+            + prices.cost("xrayTraceRecorded", XRAY_SAMPLING_RATE if sweeper.traced else 0.0)
         ),
         "sqsIdleLongPolling": prices.cost(
             "sqsStandardRequest", IDLE_SQS_RECEIVES_PER_MINUTE * 60 * HOURS_PER_MONTH

@@ -57,6 +57,12 @@ class FunctionSpec:
     memory_mb: int
     timeout_seconds: float
     environment: dict[str, str]
+    handler: str
+    code_dir: Path  # the code asset in the cloud assembly, as Lambda has it in /var/task
+    log_format: str | None  # the template's LoggingConfig, which Lambda passes on as variables
+    log_level: str | None
+    system_log_level: str | None  # Lambda's own lines (START/END/REPORT are INFO)
+    traced: bool  # active X-Ray tracing
 
 
 @dataclass
@@ -145,6 +151,7 @@ class Harness:
                 continue
             properties = resolver.resolve(resource.properties)
             variables = properties.get("Environment", {}).get("Variables", {})
+            logging = properties.get("LoggingConfig", {})
             name = by_handler[handler].value
             self.functions[name] = FunctionSpec(
                 name=name,
@@ -153,6 +160,12 @@ class Harness:
                 memory_mb=int(properties.get("MemorySize", 128)),
                 timeout_seconds=float(properties.get("Timeout", 3)),
                 environment={k: str(v) for k, v in variables.items()},
+                handler=handler,
+                code_dir=self.require_template().asset_path(resource),
+                log_format=logging.get("LogFormat"),
+                log_level=logging.get("ApplicationLogLevel"),
+                system_log_level=logging.get("SystemLogLevel"),
+                traced=properties.get("TracingConfig", {}).get("Mode") == "Active",
             )
 
     @property

@@ -327,7 +327,9 @@ def _logs(per_job: dict[str, Any]) -> str:
         f"{_number(per_job['logBytes'], 0)} bytes per job ingested into CloudWatch Logs: "
         f"{_number(logs['functionStdoutBytesPerJob'], 0)} bytes of Powertools JSON lines and EMF metrics "
         f"({_number(logs['functionStdoutLinesPerJob'], 2)} lines; by function: {by_function}), plus "
-        f"{logs['platformBytesPerInvocation']} bytes of Lambda's START/END/REPORT lines per invocation. "
+        f"{_number(logs.get('platformBytesPerJob', 0), 0)} bytes of Lambda's START/END/REPORT lines "
+        f"({logs['platformBytesPerInvocation']} bytes per invocation of a function whose system log level "
+        "is INFO; the deployed functions' is WARN, which writes none). "
         "Captured from the handlers' stdout at the deployed log level (INFO), with CloudFormation-length "
         "function names and an X-Ray trace id, as in AWS.\n"
     )
@@ -379,8 +381,9 @@ def _cost_method(cost: dict[str, Any]) -> str:
         "DynamoDB over the network, and a 512 MB function gets about a third of a vCPU. The worker's "
         "time excludes the spans when a model call was in flight (priced per second above).\n"
         "- Lambda memory: from the synthesized template (`apiMemoryMb`, `workerMemoryMb` defaults).\n"
-        "- X-Ray: one trace per invocation (HTTP APIs do not trace), 5% sampled at steady load; at low "
-        "traffic the 1-per-second reservoir traces nearly every request.\n"
+        "- X-Ray: one trace per invocation of a traced function (HTTP APIs send no trace header; the "
+        "relay, worker and sweeper trace, submit and status only with `apiTracing`), 5% sampled at "
+        "steady load; at low traffic the 1-per-second reservoir traces nearly every request.\n"
         "- Not included: model tokens, the worker's model wait, storage (GB-month), free tiers, and "
         "retries (a transient failure adds 8 write units and a model call).\n"
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TextIO, TypeVar
+from typing import Any, Protocol, TextIO
 from urllib.parse import urlsplit
 
 from outlast.client import (
@@ -84,8 +84,6 @@ The API is --api-url, else $OUTLAST_API_URL, else http://127.0.0.1:8000 (`outlas
 The ID token is read from $OUTLAST_TOKEN (or --token-env NAME), never from the command line;
 locally: export OUTLAST_TOKEN=$(outlast local token --user alice)
 With --json, stdout is exactly one JSON document; messages go to stderr."""
-
-T = TypeVar("T")
 
 
 class UsageError(Exception):
@@ -432,7 +430,7 @@ class RetryBudget:
         return Retry(min(delay, MAX_RETRY_DELAY_SECONDS), reason, total - len(self.network), total)
 
 
-def with_retries(console: Console, call: Callable[[], T], what: str, deadline: float | None = None) -> T:
+def with_retries[T](console: Console, call: Callable[[], T], what: str, deadline: float | None = None) -> T:
     """Run an idempotent call, trying again (bounded) after a lost connection, a 5xx or a 429.
 
     With a `deadline` (a time.monotonic() value), a retry that would start after it starts at it

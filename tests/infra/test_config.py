@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from aws_cdk import aws_lambda as lambda_
 from pydantic import ValidationError
 
 from infra.config import BundleMode, StageConfig
 from infra.environment import worker_environment
+from infra.function_factory import application_log_level
 
 pytestmark = pytest.mark.infra
 
@@ -79,3 +81,17 @@ def test_every_context_key_is_documented():
     missing = [f.alias for f in StageConfig.model_fields.values() if f"| `{f.alias}` |" not in documented]
 
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("log_level", "lambda_level"),
+    [
+        ("DEBUG", lambda_.ApplicationLogLevel.DEBUG),
+        ("INFO", lambda_.ApplicationLogLevel.INFO),
+        # EMF metric lines have no level: Lambda files them as INFO, so its filter stays at INFO
+        ("WARNING", lambda_.ApplicationLogLevel.INFO),
+        ("ERROR", lambda_.ApplicationLogLevel.INFO),
+    ],
+)
+def test_lambdas_application_log_level_never_drops_metric_lines(log_level, lambda_level):
+    assert application_log_level(_config(logLevel=log_level).log_level) is lambda_level

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Template
 
+from infra.app import build_app
 from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
@@ -23,12 +25,14 @@ from infra.names import (
     PAYLOAD_BUCKET,
     REALTIME,
     RELAY_FAILURE_QUEUE,
+    ROLE_SUFFIX,
     STORAGE,
     SWEEPER,
     WEBSOCKET_API,
     WORKER,
     FunctionName,
 )
+from infra.packaging import PYTHON_VERSION, Packaging
 from shared import resources as r
 
 pytestmark = pytest.mark.infra
@@ -187,12 +191,14 @@ EXPECTED_ENVIRONMENT = {
     FunctionName.NOTIFIER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
-POWERTOOLS = {
-    "POWERTOOLS_SERVICE_NAME",
-    "POWERTOOLS_METRICS_NAMESPACE",
-    "POWERTOOLS_LOG_LEVEL",
-    "POWERTOOLS_TRACER_CAPTURE_RESPONSE",
-}
+POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
+# Traced functions keep responses out of their traces; untraced ones switch the tracer off.
+POWERTOOLS_TRACED = {"POWERTOOLS_TRACER_CAPTURE_RESPONSE"}
+POWERTOOLS_UNTRACED = {"POWERTOOLS_TRACE_DISABLED"}
+# X-Ray on the asynchronous functions; the API-facing ones (the HTTP API's and the WebSocket API's:
+# neither sends a trace header) only with `apiTracing`, which the shared synth leaves at its default.
+TRACED = {FunctionName.RELAY, FunctionName.WORKER, FunctionName.SWEEPER, FunctionName.NOTIFIER}
+XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
 def _referenced_ids(value: Any) -> set[str]:
@@ -247,8 +253,11 @@ def test_each_role_is_limited_to_its_own_resources_and_actions(synthesized, func
 
     # Then, besides its logs and X-Ray, it may do exactly what the function does, on what it uses
     assert grants.pop("logs") == {"logs:CreateLogStream", "logs:PutLogEvents"}
-    assert grants.pop("*") <= STAR_ACTIONS
+    star = grants.pop("*", set())
+    assert star <= STAR_ACTIONS
     assert grants == EXPECTED_GRANTS[function]
+    # And X-Ray only where the function traces
+    assert star & XRAY_ACTIONS == (XRAY_ACTIONS if function in TRACED else set())
 
 
 def test_only_aws_required_actions_have_star_resources(synthesized):
@@ -308,12 +317,16 @@ def test_every_function_has_the_factory_defaults(synthesized, function):
         synthesized.logical_id(HOME[function], f"{function.construct_id}Function")
     ]["Properties"]
 
-    assert properties["Runtime"] == RUNTIME.name == "python3.14"
+    assert properties["Runtime"] == RUNTIME.name == f"python{PYTHON_VERSION}"
     assert properties["Architectures"] == [ARCHITECTURE.name] == ["arm64"]
     assert properties["Handler"] == f"functions.{function.value}.handler.lambda_handler"
-    assert properties["TracingConfig"] == {"Mode": "Active"}
-    assert properties["LoggingConfig"]["LogGroup"] == {
-        "Ref": synthesized.logical_id(HOME[function], f"{function.construct_id}Logs")
+    assert properties["LoggingConfig"] == {
+        "LogGroup": {"Ref": synthesized.logical_id(HOME[function], f"{function.construct_id}Logs")},
+        "LogFormat": "JSON",
+        # Lambda's START/END/REPORT lines are INFO: not written
+        "SystemLogLevel": "WARN",
+        # The stage's logLevel (INFO by default), which Lambda hands to Powertools
+        "ApplicationLogLevel": "INFO",
     }
     assert properties["Role"] == {
         "Fn::GetAtt": [synthesized.logical_id(HOME[function], f"{function.construct_id}Role"), "Arn"]
@@ -328,9 +341,58 @@ def test_every_function_gets_only_what_its_settings_read(synthesized, function):
     ]["Properties"]
     variables = properties["Environment"]["Variables"]
 
-    assert set(variables) == EXPECTED_ENVIRONMENT[function] | POWERTOOLS
+    tracer = POWERTOOLS_TRACED if function in TRACED else POWERTOOLS_UNTRACED
+    assert set(variables) == EXPECTED_ENVIRONMENT[function] | POWERTOOLS | tracer
     assert variables["POWERTOOLS_SERVICE_NAME"] == function.service
     assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "outlast"
+    assert variables["POWERTOOLS_LOG_LEVEL"] == "INFO"
+
+
+@pytest.mark.parametrize("function", list(FunctionName))
+def test_only_the_asynchronous_functions_trace_by_default(synthesized, function):
+    properties = synthesized.resources[
+        synthesized.logical_id(HOME[function], f"{function.construct_id}Function")
+    ]["Properties"]
+
+    if function in TRACED:
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["Environment"]["Variables"]["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
+    else:
+        # No TracingConfig is Lambda's PassThrough: nothing sampled, no X-Ray permissions
+        assert "TracingConfig" not in properties
+        assert properties["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == "true"
+
+
+def test_api_tracing_turns_x_ray_on_for_the_api_functions(tmp_path):
+    # Given a stage with apiTracing on (a synth of its own: the shared one keeps the default)
+    _, stack = build_app(
+        {"bundle": "false", "apiTracing": "true"},
+        outdir=str(tmp_path / "cdk.out"),
+        packaging=Packaging(build_dir=tmp_path / "build"),
+    )
+
+    # When it is synthesized
+    resources = Template.from_stack(stack).to_json()["Resources"]
+
+    # Then every function traces, and the API roles may send segments (and nothing else on *)
+    functions = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::Lambda::Function"]
+    assert len(functions) == len(FunctionName)
+    for properties in functions:
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert "POWERTOOLS_TRACE_DISABLED" not in properties["Environment"]["Variables"]
+    api = stack.node.find_child(API)
+    for function in (FunctionName.SUBMIT, FunctionName.STATUS):
+        role: Any = api.node.find_child(f"{function.construct_id}{ROLE_SUFFIX}").node.default_child
+        star_actions = {
+            action
+            for policy in resources.values()
+            if policy["Type"] == "AWS::IAM::Policy"
+            and {"Ref": stack.resolve(role.logical_id)} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if statement["Resource"] == "*"
+            for action in _as_list(statement["Action"])
+        }
+        assert star_actions == XRAY_ACTIONS
 
 
 def test_log_groups_have_a_retention(synthesized):

@@ -78,6 +78,23 @@ def test_cost_section_prices_a_job_for_each_design(report: tuple[dict[str, Any],
     assert cost["priceTable"]["asOf"]
 
 
+def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(
+    report: tuple[dict[str, Any], str],
+) -> None:
+    # Given a smoke run of the cost benchmark against the synthesized template
+    document, _ = report
+    per_job = document["cost"]["perJob"]
+    logs = per_job["logs"]
+    # Then Lambda's START/END/REPORT lines count for nothing at system log level WARN
+    assert set(logs["systemLogLevels"].values()) == {"WARN"}
+    assert logs["platformBytesPerJob"] == 0
+    # And only the traced functions' invocations are traces (the API functions do not trace)
+    assert logs["traced"] == ["notifier", "relay", "sweeper", "worker"]
+    (xray,) = [ln for ln in document["cost"]["designs"]["httpApi"]["lines"] if ln["service"] == "X-Ray"]
+    traced = sum(count for name, count in per_job["invocations"].items() if name in logs["traced"])
+    assert xray["quantityPerJob"] == pytest.approx(round(traced * 0.05, 4), abs=0.01)
+
+
 def test_worker_section_reports_a_concurrency_ratio(report: tuple[dict[str, Any], str]) -> None:
     # Given a smoke run of the worker benchmark
     document, _ = report

@@ -369,6 +369,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
             target.dynamodb,
             target.resources.jobs_table,
             query,
+            planned_at,
             page_size=arguments.scan_page_size,
             on_page=console.scan_progress,
         )

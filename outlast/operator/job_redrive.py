@@ -63,6 +63,7 @@ def scan_failed_jobs(
     dynamodb: Any,
     table: str,
     query: FailedJobsQuery,
+    now: datetime,
     *,
     page_size: int | None,
     on_page: Callable[[ScanReport], None] | None = None,
@@ -76,13 +77,15 @@ def scan_failed_jobs(
     arguments: dict[str, Any] = {
         "TableName": table,
         "FilterExpression": (
-            "#type = :job AND #status = :failed AND #updatedAt >= :since "
+            # Expired jobs are gone, even before TTL deletes them.
+            "#type = :job AND #status = :failed AND #updatedAt >= :since AND #expiresAt > :now "
             f"AND #errorCode IN ({', '.join(code_values)})"
         ),
         "ExpressionAttributeNames": {
             "#type": r.TYPE_ATTRIBUTE,
             "#status": "status",
             "#updatedAt": "updatedAt",
+            "#expiresAt": "expiresAt",
             "#errorCode": "errorCode",
         },
         "ExpressionAttributeValues": serialize(
@@ -90,6 +93,7 @@ def scan_failed_jobs(
                 ":job": r.JOB_ITEM_TYPE,
                 ":failed": JobStatus.FAILED.value,
                 ":since": to_iso(query.since),
+                ":now": to_iso(now),
                 **code_values,
             }
         ),

@@ -282,6 +282,29 @@ def test_the_scan_reads_page_by_page(world: World) -> None:
     assert run.code == 0
 
 
+def test_the_scan_passes_over_expired_jobs_not_yet_deleted(world: World) -> None:
+    # Given a Failed job whose expiry has passed (TTL deletes late; expired jobs are gone)
+    at = jobs.now_millis() - timedelta(minutes=5)
+    job = world.pending(created_at=at, dispatch_at=at, expires_at=at + timedelta(minutes=1))
+    running = jobs.claim(world.repository, job.job_id, now=at)
+    world.repository.transition(
+        Transition(
+            job.job_id,
+            JobStatus.RUNNING,
+            JobStatus.FAILED,
+            now=at,
+            lease_token=running.lease_token,
+            error=EXHAUSTED,
+        )
+    )
+
+    run = world.cli("jobs", "redrive", "--error-code", "retries_exhausted", "--since", "1h", "--json")
+
+    assert run.code == 0, run.err
+    assert (run.document["scan"]["matched"], run.document["steps"]) == (0, [])
+    assert world.job(job.job_id).status is JobStatus.FAILED
+
+
 def test_a_scan_that_finds_nothing_has_nothing_to_do(world: World) -> None:
     world.failed(POLICY)
     run = world.cli("jobs", "redrive", "--error-code", "retries_exhausted", "--since", "1h")

@@ -1,5 +1,6 @@
-"""`outlast dlq list` and `outlast dlq redrive`: the jobs dead-letter queue, for on-call operators.
+"""`outlast dlq list` and `outlast dlq redrive`: the dead-letter queues, for on-call operators.
 
+`--queue jobs` (the default) is the jobs queue's DLQ, `--queue isolation` the isolation queue's.
 They talk to AWS directly with the operator's credentials (or to the local stack with `--local`),
 never through the HTTP API. See docs/runbook.md#dlq-not-empty.
 """
@@ -18,22 +19,22 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from outlast.operator import plan as p
+from outlast.operator.dispatch import AWS_ERRORS, Result
 from outlast.operator.dlq import (
-    AWS_ERRORS,
     DEFAULT_HOLD_SECONDS,
     DEFAULT_MAX_MESSAGES,
     Outcome,
     Redrive,
-    Result,
     held_messages,
     join,
     listing,
     queue_depth,
 )
-from outlast.operator.targets import Target, TargetError, add_target_arguments, resolve
+from outlast.operator.targets import QUEUE_CHOICES, Target, TargetError, add_target_arguments, resolve
 from outlast.operator.text import duration, instant, table
 from shared.clock import SystemClock, truncate_to_millis
 from shared.ids import normalize_job_id
+from shared.ports import Lane
 
 EXIT_OK = 0
 EXIT_ATTENTION = 1
@@ -55,24 +56,31 @@ exit codes:
 Reading the DLQ receives every message and releases it at once: each message's
 ApproximateReceiveCount goes up by one per read. The DLQ has no redrive policy, so that moves
 nothing. The last column says what `outlast dlq redrive --all` would do (docs/runbook.md).
+`--queue isolation` reads the isolation queue's DLQ instead of the jobs queue's.
 """
 
 REDRIVE_EPILOG = """\
 actions (the plan; --dry-run prints it and changes nothing):
-  redrive                 Failed -> Pending (redriveCount + 1, attempts renewed), re-sent, deleted
-  recover                 stuck Running (lease expired) -> Pending under its lease, re-sent, deleted
+  redrive                 Failed -> Pending (redriveCount + 1, attempts, stalls and crashes renewed,
+                          isolation reset), re-sent to the jobs queue, deleted
+  recover                 stuck Running (lease expired) -> Pending under its lease, settled as the
+                          sweeper would (isolated), re-sent, deleted
   redispatch              stuck Pending: dispatched again now, re-sent, deleted
   drop-succeeded          the job already Succeeded: message deleted, job not re-run
   drop-canceled           the job was Canceled: message deleted, job not re-run
   drop-duplicate          another message of the run carries this job: deleted once that one went through
   purge-poison            no job behind the message (--purge-poison): deleted, never re-sent
   poison-purge-candidate  no job behind the message: kept (purge with --purge-poison)
-  needs-force             Failed for a terminal reason: kept (fix the cause, then --force)
+  needs-force             Failed for a reason a re-run does not fix by itself (worker_crashed too),
+                          or its maxCrashes-th crash: kept (fix the cause, then --force)
   skip                    a worker holds the job, a cancel is under way, or it is backing off: kept
 
 Each write is conditional on the job as the plan read it; a job that moved on meanwhile is left
-alone and reported as changed. Safe to interrupt and to rerun: at worst a job is already Pending
-while its DLQ message is still there, and the rerun sends and deletes it.
+alone and reported as changed. Each dispatched job is sent to the queue of its lane as written: a
+redriven job to the jobs queue (a redrive resets isolation), a recovered or redispatched isolated
+job to the isolation queue, whichever DLQ its message came from. Safe to interrupt and to rerun:
+at worst a job is already Pending while its DLQ message is still there, and the rerun sends and
+deletes it.
 
 exit codes (--dry-run exits as the run would, as far as the plan can tell: changed and failed
 only show in a real run):
@@ -87,7 +95,7 @@ only show in a real run):
 def register(commands: Any) -> None:
     """Add `dlq list` and `dlq redrive`."""
     group = commands.add_parser(
-        "dlq", help="the jobs dead-letter queue (operators; AWS credentials, not the API)"
+        "dlq", help="the dead-letter queues (operators; AWS credentials, not the API)"
     ).add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
 
     listing_parser = group.add_parser(
@@ -151,11 +159,31 @@ def register(commands: Any) -> None:
         help="the stack's dispatchGraceSeconds: when the sweeper re-sends a redriven job whose message "
         f"was lost (default {p.DEFAULT_DISPATCH_GRACE_SECONDS})",
     )
+    add_max_crashes_argument(redrive)
     _common_arguments(redrive)
     redrive.set_defaults(run=guarded(_redrive))
 
 
+def add_max_crashes_argument(parser: argparse.ArgumentParser) -> None:
+    """--max-crashes: the stack's maxCrashes, which decides when a recover needs --force."""
+    parser.add_argument(
+        "--max-crashes",
+        type=_positive,
+        default=p.DEFAULT_MAX_CRASHES,
+        metavar="N",
+        help="the stack's maxCrashes: a stuck Running job whose worker died under its N-th solo claim "
+        f"is the sweeper's to fail (worker_crashed); recovering it needs --force (default "
+        f"{p.DEFAULT_MAX_CRASHES})",
+    )
+
+
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--queue",
+        choices=sorted(QUEUE_CHOICES),
+        default="jobs",
+        help="whose DLQ: the jobs queue's (default) or the isolation queue's",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     parser.add_argument(
         "--max-messages",
@@ -206,11 +234,17 @@ def now() -> datetime:
 # --- list ------------------------------------------------------------------------------------
 
 
+def dlq_label(lane: Lane) -> str:
+    """`jobs DLQ` or `isolation DLQ`."""
+    return "isolation DLQ" if lane is Lane.ISOLATION else "jobs DLQ"
+
+
 def _list(arguments: argparse.Namespace) -> int:
     target = resolve(arguments)
+    lane = QUEUE_CHOICES[arguments.queue]
     result = listing(
         target.sqs,
-        target.resources.dlq_url,
+        target.resources.dlq_url_of(lane),
         target.repository,
         now(),
         max_messages=arguments.max_messages,
@@ -221,6 +255,7 @@ def _list(arguments: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "target": target.label,
+                    "queue": arguments.queue,
                     "depth": _depth_document(result.depth),
                     "limitReached": result.limit_reached,
                     "timeLimitReached": result.out_of_time,
@@ -232,7 +267,7 @@ def _list(arguments: argparse.Namespace) -> int:
         return EXIT_OK
     depth = result.depth
     print(
-        f"DLQ of the {target.label}: {len(result.steps)} message(s) read "
+        f"{dlq_label(lane)} of the {target.label}: {len(result.steps)} message(s) read "
         f"(queue reports {depth.visible} visible, {depth.in_flight} in flight, {depth.delayed} delayed)"
     )
     if depth.in_flight:
@@ -294,8 +329,16 @@ def _step_document(step: p.Step, at: datetime) -> dict[str, Any]:
         "unreadable": step.joined.unreadable,
         "action": step.action.value,
         "why": step.why,
+        "sendsTo": queue_choice(step.decision.lane),
         "warnings": list(step.warnings),
     }
+
+
+def queue_choice(lane: Lane | None) -> str | None:
+    """The `--queue` name of the queue a dispatching step sends to (None: it sends nothing)."""
+    if lane is None:
+        return None
+    return next(name for name, choice in QUEUE_CHOICES.items() if choice is lane)
 
 
 # --- redrive ----------------------------------------------------------------------------------
@@ -323,7 +366,10 @@ def _selection(arguments: argparse.Namespace) -> p.Selection:
 def _redrive(arguments: argparse.Namespace) -> int:
     selection = _selection(arguments)
     target = resolve(arguments)
-    options = p.PlanOptions(force=arguments.force, purge_poison=arguments.purge_poison)
+    lane = QUEUE_CHOICES[arguments.queue]
+    options = p.PlanOptions(
+        force=arguments.force, purge_poison=arguments.purge_poison, max_crashes=arguments.max_crashes
+    )
     console = _Console(arguments.json)
     outcomes: list[Outcome] = []
 
@@ -333,7 +379,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
 
     with held_messages(
         target.sqs,
-        target.resources.dlq_url,
+        target.resources.dlq_url_of(lane),
         hold_seconds=arguments.hold_seconds,
         max_messages=arguments.max_messages,
         wait_seconds=target.receive_wait_seconds,
@@ -347,6 +393,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
         console.header(
             target,
             arguments,
+            lane=lane,
             read=len(joined),
             steps=steps,
             missing=missing,
@@ -369,7 +416,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
         redrive = Redrive(
             target.repository,
             target.payloads,
-            target.jobs_queue,
+            target.queues,
             hold,
             now=now,
             grace=timedelta(seconds=arguments.dispatch_grace_seconds),
@@ -430,6 +477,7 @@ class _Console:
         target: Target,
         arguments: argparse.Namespace,
         *,
+        lane: Lane,
         read: int,
         steps: Sequence[p.Step],
         missing: Sequence[str],
@@ -437,15 +485,18 @@ class _Console:
         out_of_time: bool,
     ) -> None:
         mode = "DRY RUN: nothing will change" if arguments.dry_run else "acting"
-        self.line(f"outlast dlq redrive on the {target.label} ({mode})")
-        self.line(f"read {read} DLQ message(s); {len(steps)} selected, the rest left exactly as they were")
+        self.line(f"outlast dlq redrive of the {dlq_label(lane)} on the {target.label} ({mode})")
+        self.line(
+            f"read {read} message(s) from the {dlq_label(lane)}; {len(steps)} selected, "
+            "the rest left exactly as they were"
+        )
         if limit_reached:
             self.line(f"stopped reading at --max-messages {arguments.max_messages}: rerun for the rest")
         if out_of_time:
             self.line(f"{OUT_OF_TIME}: rerun for the rest (or raise --hold-seconds)")
         for item in missing:
             self.line(f"not on the DLQ now: {item} (in flight elsewhere, or already handled)")
-        depth = queue_depth(target.sqs, target.resources.dlq_url)
+        depth = queue_depth(target.sqs, target.resources.dlq_url_of(lane))
         if depth.in_flight > read:
             self.line(
                 f"note: {depth.in_flight} DLQ message(s) in flight: another run may hold some; "

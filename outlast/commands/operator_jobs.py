@@ -1,29 +1,61 @@
-"""`outlast jobs inspect JOB_ID`: the operator's view of one job (AWS credentials, never the API).
+"""`outlast jobs inspect JOB_ID` and `outlast jobs redrive`: operator views and moves of jobs
+(AWS credentials, never the API).
 
-The public API shows a caller their own status document; this shows an operator the internal
-record: lease, attempts, dispatchAt, redriveCount, the sweeper's next look, where the input and
-result live (and their sizes, never their text), and where the job's messages are.
+The public API shows a caller their own status document; `inspect` shows an operator the
+internal record: lease, attempts, stalls, crashes, isolation, dispatchAt, redriveCount, the
+sweeper's next look, where the input and result live (and their sizes, never their text), and
+where the job's messages are. `redrive` re-runs jobs whose message is gone (Failed jobs the
+worker or the sweeper finished), by id or found by error code: docs/runbook.md#jobs-redrive.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from outlast.commands.dlq import EXIT_ERROR, EXIT_OK, UsageError, guarded, now
+from outlast.commands.dlq import (
+    EXIT_ATTENTION,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    UsageError,
+    add_max_crashes_argument,
+    guarded,
+    now,
+    queue_choice,
+)
+from outlast.operator import plan as p
+from outlast.operator.dispatch import Result
 from outlast.operator.inspect import (
     Inspection,
+    Lanes,
     Payload,
     UnreadableJobError,
     inspect_job,
     inspection_document,
     lease_prefix,
 )
+from outlast.operator.job_redrive import (
+    FailedJobsQuery,
+    Found,
+    JobOutcome,
+    JobsRedrive,
+    JobStep,
+    ScanReport,
+    candidates,
+    plan_jobs,
+    scan_failed_jobs,
+)
 from outlast.operator.targets import add_target_arguments, resolve
 from outlast.operator.text import duration, instant, relative
 from shared.ids import normalize_job_id
+from shared.ports import Lane
 
 EXIT_NOT_FOUND = 1
 
@@ -34,10 +66,46 @@ exit codes:
   {EXIT_ERROR}    usage error, no such target, an AWS error, or a job record this version cannot read
   130  interrupted
 
-Finding the job's DLQ messages means receiving (and at once releasing) every DLQ message, which
-raises each one's ApproximateReceiveCount by one; --no-dlq skips that. Messages on the jobs
-queue cannot be searched without taking them from the worker: only the queue's depth is shown.
+Finding the job's DLQ messages means receiving (and at once releasing) every message on both
+DLQs (the jobs queue's and the isolation queue's), which raises each one's
+ApproximateReceiveCount by one; --no-dlq skips that. Messages on the jobs and isolation queues
+cannot be searched without taking them from the worker: only their depths are shown.
 """
+
+REDRIVE_EPILOG = f"""\
+which jobs (at least one selector; they add up, and a job selected twice counts once):
+  JOB_ID...                   these jobs, whatever their status (read by id)
+  --error-code C --since T    Failed jobs with error code C (repeatable) last written at or
+                              after T: an RFC 3339 instant (2026-03-01T02:00:00Z) or a duration
+                              back from now (90m, 2h, 1d12h). There is no index of Failed jobs:
+                              this is a paginated Scan of the whole jobs table, billed for every
+                              item it reads (printed); docs/runbook.md#jobs-redrive
+
+actions (the plan; --dry-run prints it and changes nothing), as for `outlast dlq redrive`:
+  redrive      Failed, retries_exhausted (any other code, worker_crashed too, needs --force):
+               Failed -> Pending, redriveCount + 1, attempts, stalls and crashes renewed,
+               isolation reset; input retention renewed; sent to the jobs queue
+  recover      stuck Running (lease expired, and still expired at the write): -> Pending under
+               its lease, settled as the sweeper would (isolated); sent to the isolation queue
+  redispatch   stuck Pending (due, retries left): dispatched again now, to its own lane's queue
+  needs-force  Failed for a reason a re-run does not fix by itself: fix it, then --force
+  skip         Succeeded, Canceled, a worker holds it, a cancel is under way, backing off, or
+               a record that cannot be read: left as it is, with the reason
+
+Each write is conditional on the job as the plan read it; a job that moved on meanwhile is left
+alone and reported as changed. Safe to interrupt and to rerun: a job written Pending whose
+message was not sent yet is redispatched by `outlast jobs redrive JOB_ID`, and the sweeper
+re-sends it after its grace anyway. (A rerun by --error-code no longer finds it: it is not
+Failed any more.)
+
+exit codes (--dry-run exits as the run would, as far as the plan can tell):
+  {EXIT_OK}    every selected job was handled as planned (none selected: nothing to do)
+  {EXIT_ATTENTION}    some were left (needs-force, skip, changed, failed), or a JOB_ID named no job
+  {EXIT_ERROR}    usage error, no such target, or an AWS error before anything changed
+  {EXIT_INTERRUPTED}  interrupted: what was done is printed
+"""
+
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
 
 def register(commands: Any) -> None:
@@ -55,8 +123,58 @@ def register(commands: Any) -> None:
     inspect.add_argument("job_id", metavar="JOB_ID")
     add_target_arguments(inspect)
     inspect.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    inspect.add_argument("--no-dlq", action="store_true", help="do not read the DLQ for this job's messages")
+    inspect.add_argument("--no-dlq", action="store_true", help="do not read the DLQs for this job's messages")
     inspect.set_defaults(run=guarded(_inspect))
+
+    redrive = group.add_parser(
+        "redrive",
+        help="re-run jobs whose message is gone (Failed jobs), by id or by error code",
+        description="Redrive jobs with no message on a DLQ: each job is checked and moved under a "
+        "conditional write, then sent to its queue.",
+        epilog=REDRIVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    redrive.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="a job to redrive (any number)")
+    add_target_arguments(redrive)
+    selection = redrive.add_argument_group("found by a scan of the jobs table")
+    selection.add_argument(
+        "--error-code",
+        action="append",
+        default=[],
+        choices=sorted(p.JOB_ERROR_CODES),
+        metavar="CODE",
+        help="Failed jobs with this code (repeatable; needs --since): "
+        + ", ".join(sorted(p.JOB_ERROR_CODES)),
+    )
+    selection.add_argument(
+        "--since",
+        metavar="T",
+        help="with --error-code: jobs last written at or after T (RFC 3339 instant, or 90m, 2h, 1d)",
+    )
+    selection.add_argument(
+        "--scan-page-size",
+        type=int,
+        metavar="N",
+        help="read at most N items per Scan page (default: 1 MB pages); smaller pages spread the "
+        "scan's read units over more requests, for a provisioned table under load",
+    )
+    redrive.add_argument(
+        "--force",
+        action="store_true",
+        help="also redrive jobs Failed for any other reason than retries_exhausted",
+    )
+    redrive.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    redrive.add_argument(
+        "--dispatch-grace-seconds",
+        type=int,
+        default=p.DEFAULT_DISPATCH_GRACE_SECONDS,
+        metavar="S",
+        help="the stack's dispatchGraceSeconds: when the sweeper re-sends a redriven job whose message "
+        f"was lost (default {p.DEFAULT_DISPATCH_GRACE_SECONDS})",
+    )
+    add_max_crashes_argument(redrive)
+    redrive.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    redrive.set_defaults(run=guarded(_redrive))
 
 
 def _inspect(arguments: argparse.Namespace) -> int:
@@ -90,6 +208,8 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         ("updated", f"{instant(job.updated_at)} ({relative(job.updated_at, at)})"),
         ("expires", f"{instant(job.expires_at)} ({relative(job.expires_at, at)})"),
         ("attempts", f"{job.attempts}/{job.max_attempts}, redriveCount {job.redrive_count}"),
+        ("stalls", f"{job.stalls}/{job.max_attempts} (the retry budget: claims in a row without progress)"),
+        ("crashes", _crashes(job.crashes, solo=job.solo, isolated=job.isolated)),
         ("dispatchAt", f"{instant(job.dispatch_at)} ({_due(inspection)})"),
         ("lease", _lease(inspection)),
         ("cancel", instant(job.cancel_requested_at) if job.cancel_requested_at else "not requested"),
@@ -100,20 +220,36 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         ("sweeper", _sweep(inspection)),
         ("input", _payload(inspection.input)),
         ("result", _payload(inspection.result) if inspection.result else "none"),
-        ("DLQ", _dlq(inspection)),
     ]
     lines = [f"job {job.job_id} on the {label}, as of {instant(at)}"]
-    lines += [f"  {name:<11} {value}" for name, value in rows]
-    lines += [f"  {'':<11} message {m}" for m in _dlq_messages(inspection)]
-    if inspection.dlq_messages is not None:
+    lines += [f"  {name:<{_WIDTH}} {value}" for name, value in rows]
+    shared, isolation = inspection.lanes[Lane.SHARED], inspection.lanes[Lane.ISOLATION]
+    for name, lanes in (("DLQ", shared), ("isolation DLQ", isolation)):
+        lines.append(f"  {name:<{_WIDTH}} {_dlq(lanes)}")
+        lines += [f"  {'':<{_WIDTH}} message {m}" for m in _dlq_messages(lanes, at)]
+    if shared.dlq_messages is not None:
         lines.append(
-            f"  {'':<11} (reading the DLQ raised every DLQ message's ApproximateReceiveCount by one)"
+            f"  {'':<{_WIDTH}} (reading the DLQs raised every DLQ message's ApproximateReceiveCount by one)"
         )
-    lines.append(
-        f"  {'jobs queue':<11} {_depth(inspection.jobs_queue_depth)}; its messages may be among them "
-        "(SQS cannot be searched without receiving, which would take them from the worker)"
-    )
+    for name, lanes in (("jobs queue", shared), ("isolation queue", isolation)):
+        lines.append(
+            f"  {name:<{_WIDTH}} {_depth(lanes.queue_depth)}; its messages may be among them "
+            "(SQS cannot be searched without receiving, which would take them from the worker)"
+        )
     return lines
+
+
+_WIDTH = 15
+
+
+def _crashes(crashes: int, *, solo: bool, isolated: bool) -> str:
+    where = (
+        "isolated: runs alone, from the isolation queue"
+        if isolated
+        else "not isolated: runs in shared batches from the jobs queue"
+    )
+    claim = "the last claim ran alone (solo)" if solo else "the last claim shared its invocation"
+    return f"{crashes} (workers it crashed running alone); {where}; {claim}"
 
 
 def _due(inspection: Inspection) -> str:
@@ -146,23 +282,266 @@ def _payload(payload: Payload) -> str:
     return f"{payload.location}: {payload.address}: {payload.text_bytes} bytes of text{details}"
 
 
-def _dlq(inspection: Inspection) -> str:
-    depth = _depth(inspection.dlq_depth)
-    if inspection.dlq_messages is None:
+def _dlq(lanes: Lanes) -> str:
+    depth = _depth(lanes.dlq_depth)
+    if lanes.dlq_messages is None:
         return f"{depth}; not searched (--no-dlq)"
-    found = f"{depth}; {len(inspection.dlq_messages)} of them for this job"
-    if inspection.dlq_incomplete:
+    found = f"{depth}; {len(lanes.dlq_messages)} of them for this job"
+    if lanes.dlq_incomplete:
         found += " among those read (reading stopped early: there may be more)"
     return found
 
 
-def _dlq_messages(inspection: Inspection) -> list[str]:
+def _dlq_messages(lanes: Lanes, at: datetime) -> list[str]:
     return [
-        f"{m.message_id}: {m.source}, received {m.receive_count} times, "
-        f"sent {duration(inspection.now - m.sent_at)} ago"
-        for m in inspection.dlq_messages or []
+        f"{m.message_id}: {m.source}, received {m.receive_count} times, sent {duration(at - m.sent_at)} ago"
+        for m in lanes.dlq_messages or []
     ]
 
 
 def _depth(depth: Any) -> str:
     return f"{depth.visible} visible, {depth.in_flight} in flight, {depth.delayed} delayed"
+
+
+# --- redrive ----------------------------------------------------------------------------------
+
+
+def parse_since(text: str, at: datetime) -> datetime:
+    """`--since`: an RFC 3339 instant with its offset, or a duration back from `at` (90m, 2h, 1d12h)."""
+    match = _DURATION.fullmatch(text.strip())
+    if match and any(match.groups()):
+        days, hours, minutes, seconds = (int(group or 0) for group in match.groups())
+        return at - timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    try:
+        since = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r} is neither an RFC 3339 instant (2026-03-01T02:00:00Z) nor a duration (2h, 90m)"
+        ) from None
+    if since.tzinfo is None:
+        raise UsageError(f"--since {text!r} has no offset: say which instant (2026-03-01T02:00:00Z)")
+    return since.astimezone(UTC)
+
+
+def _query(arguments: argparse.Namespace, at: datetime) -> FailedJobsQuery | None:
+    if arguments.error_code and arguments.since is None:
+        raise UsageError("--error-code needs --since T: how far back to look for Failed jobs")
+    if arguments.since is not None and not arguments.error_code:
+        raise UsageError("--since needs --error-code C: which Failed jobs to look for")
+    if not arguments.error_code:
+        return None
+    return FailedJobsQuery(
+        error_codes=frozenset(arguments.error_code), since=parse_since(arguments.since, at)
+    )
+
+
+def _job_ids(arguments: argparse.Namespace) -> list[str]:
+    job_ids = []
+    for text in arguments.job_ids:
+        job_id = normalize_job_id(text)
+        if job_id is None:
+            raise UsageError(f"{text!r} is not a job id (a UUID)")
+        job_ids.append(job_id)
+    return job_ids
+
+
+def _redrive(arguments: argparse.Namespace) -> int:
+    planned_at = now()
+    job_ids = _job_ids(arguments)
+    query = _query(arguments, planned_at)
+    if not job_ids and query is None:
+        raise UsageError("say which jobs: JOB_ID... and/or --error-code C --since T")
+    if arguments.dispatch_grace_seconds < 1:
+        raise UsageError("--dispatch-grace-seconds must be at least 1")
+    if arguments.scan_page_size is not None and arguments.scan_page_size < 1:
+        raise UsageError("--scan-page-size must be at least 1")
+    target = resolve(arguments)
+    options = p.PlanOptions(force=arguments.force, max_crashes=arguments.max_crashes)
+    console = _RedriveConsole(arguments.json)
+    console.line(
+        f"outlast jobs redrive on the {target.label} "
+        f"({'DRY RUN: nothing will change' if arguments.dry_run else 'acting'})"
+    )
+    found: Found | None = None
+    if query is not None:
+        console.scanning(query, planned_at)
+        found = scan_failed_jobs(
+            target.dynamodb,
+            target.resources.jobs_table,
+            query,
+            planned_at,
+            page_size=arguments.scan_page_size,
+            on_page=console.scan_progress,
+        )
+        console.scanned(found.report)
+    selected = candidates(target.repository, job_ids, found)
+    job_plan = plan_jobs(selected, planned_at, options)
+    steps = job_plan.steps
+    console.selected(steps, job_plan.not_found)
+    document: dict[str, Any] = {
+        "target": target.label,
+        "dryRun": arguments.dry_run,
+        "scan": _scan_document(query, found.report) if query is not None and found is not None else None,
+        "notFound": job_plan.not_found,
+    }
+    if arguments.dry_run:
+        console.plan(steps)
+        console.finish({**document, "steps": [_job_step_document(step) for step in steps]})
+        # The exit code the run would give, so a script can check the plan before running it.
+        if job_plan.not_found or any(step.action not in p.DISPATCHING for step in steps):
+            return EXIT_ATTENTION
+        return EXIT_OK
+    grace = timedelta(seconds=arguments.dispatch_grace_seconds)
+    redrive = JobsRedrive(target.repository, target.payloads, target.queues, now=now, grace=grace)
+    outcomes: list[JobOutcome] = []
+
+    def record(outcome: JobOutcome) -> None:
+        outcomes.append(outcome)
+        console.outcome(outcome)
+
+    try:
+        redrive.run(steps, record)
+    except KeyboardInterrupt:
+        console.interrupted(outcomes, steps, grace)
+        console.finish({**document, "interrupted": True, "steps": _run_documents(steps, outcomes)})
+        return EXIT_INTERRUPTED
+    console.summary(outcomes)
+    console.finish({**document, "interrupted": False, "steps": _run_documents(steps, outcomes)})
+    if job_plan.not_found or any(o.result is not Result.DONE for o in outcomes):
+        return EXIT_ATTENTION
+    return EXIT_OK
+
+
+def _scan_document(query: FailedJobsQuery, report: ScanReport) -> dict[str, Any]:
+    return {
+        "errorCodes": sorted(query.error_codes),
+        "since": instant(query.since),
+        "pages": report.pages,
+        "itemsRead": report.items_read,
+        "matched": report.matched,
+        "readUnits": report.read_units,
+    }
+
+
+def _job_step_document(step: JobStep) -> dict[str, Any]:
+    job = step.job
+    lane = step.decision.lane
+    return {
+        "jobId": step.job_id,
+        "selectedBy": list(step.candidate.selected_by),
+        "tenant": job.tenant if job else None,
+        "status": job.status.value if job else None,
+        "errorCode": job.error.code if job and job.error else None,
+        "updatedAt": instant(job.updated_at) if job else None,
+        "attempts": job.attempts if job else None,
+        "stalls": job.stalls if job else None,
+        "maxAttempts": job.max_attempts if job else None,
+        "crashes": job.crashes if job else None,
+        "isolated": job.isolated if job else None,
+        "redriveCount": job.redrive_count if job else None,
+        "unreadable": step.candidate.unreadable,
+        "action": step.action.value,
+        "why": step.why,
+        "sendsTo": queue_choice(lane),
+        "warnings": list(step.warnings),
+    }
+
+
+def _run_documents(steps: Sequence[JobStep], outcomes: Sequence[JobOutcome]) -> list[dict[str, Any]]:
+    results = {outcome.step.job_id: outcome for outcome in outcomes}
+    documents = []
+    for step in steps:
+        document = _job_step_document(step)
+        outcome = results.get(step.job_id)
+        document["result"] = outcome.result.value if outcome else "not reached"
+        document["detail"] = outcome.detail if outcome else "not touched"
+        document["sentTo"] = queue_choice(outcome.lane if outcome else None)
+        documents.append(document)
+    return documents
+
+
+class _RedriveConsole:
+    """Human lines on stdout, or (with --json) one document on stdout and the lines on stderr."""
+
+    SCAN_PROGRESS_EVERY = 10  # pages (1 MB each)
+
+    def __init__(self, as_json: bool) -> None:
+        self._json = as_json
+        self._stream = sys.stderr if as_json else sys.stdout
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self._stream, flush=True)
+
+    def scanning(self, query: FailedJobsQuery, at: datetime) -> None:
+        self.line(
+            f"scanning the jobs table for Failed jobs with error code {', '.join(sorted(query.error_codes))} "
+            f"last written since {instant(query.since)} ({relative(query.since, at)}): there is no index "
+            "of Failed jobs, so this reads (and is billed for) every item of the table"
+        )
+
+    def scan_progress(self, report: ScanReport) -> None:
+        if report.pages % self.SCAN_PROGRESS_EVERY == 0:
+            self.line(f"  ... {report.pages} pages, {report.items_read} items read, {report.matched} matched")
+
+    def scanned(self, report: ScanReport) -> None:
+        units = f", {report.read_units:g} read unit(s)" if report.read_units is not None else ""
+        self.line(
+            f"scan read {report.items_read} item(s) in {report.pages} page(s){units}; "
+            f"{report.matched} Failed job(s) matched"
+        )
+
+    def selected(self, steps: Sequence[JobStep], not_found: Sequence[str]) -> None:
+        self.line(f"{len(steps)} job(s) selected")
+        for job_id in not_found:
+            self.line(f"no job {job_id} (never created, or expired: expired jobs are gone)")
+
+    def plan(self, steps: Sequence[JobStep]) -> None:
+        if not steps:
+            self.line("nothing to do")
+            return
+        for step in steps:
+            self._describe(step)
+        counts = Counter(step.action.value for step in steps)
+        self.line(
+            "dry run: " + ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) + ". "
+            "Without --dry-run, a run does exactly this (each write re-checks its job first)."
+        )
+
+    def _describe(self, step: JobStep) -> None:
+        job = step.job
+        if job is None:
+            state = "unreadable"
+        else:
+            state = job.status.value + (f" {job.error.code}" if job.error else "")
+        by = " and ".join(step.candidate.selected_by)
+        self.line(f"- job {step.job_id}  [{state}]  (selected by {by})")
+        self.line(f"    {step.action.value}: {step.why}")
+        for warning in step.warnings:
+            self.line(f"    warning: {warning}")
+
+    def outcome(self, outcome: JobOutcome) -> None:
+        step = outcome.step
+        self.line(f"[{outcome.result.value}] job {step.job_id}  {step.action.value}: {outcome.detail}")
+        if outcome.result is not Result.DONE:
+            self.line(f"    why: {step.why}")
+        for warning in step.warnings:
+            self.line(f"    warning: {warning}")
+
+    def interrupted(self, outcomes: Sequence[JobOutcome], steps: Sequence[JobStep], grace: timedelta) -> None:
+        left = len(steps) - len(outcomes)
+        self.line(f"interrupted after {len(outcomes)} of {len(steps)} step(s); {left} not finished.")
+        current = steps[len(outcomes)] if left else None
+        if current is not None and current.action in p.DISPATCHING:
+            self.line(
+                f"job {current.job_id} was in progress: if its write went through, it is Pending without "
+                f"a message. Rerun `outlast jobs redrive {current.job_id}` (it plans a redispatch); the "
+                f"sweeper re-sends it after its grace ({int(grace.total_seconds())} s) anyway."
+            )
+
+    def summary(self, outcomes: Sequence[JobOutcome]) -> None:
+        counts = Counter(o.result.value for o in outcomes)
+        self.line("summary: " + ", ".join(f"{counts.get(r.value, 0)} {r.value}" for r in Result))
+
+    def finish(self, document: dict[str, Any]) -> None:
+        if self._json:
+            print(json.dumps(document, indent=2))

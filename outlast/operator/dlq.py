@@ -3,46 +3,39 @@ carry out a redrive plan (outlast.operator.plan) one message at a time.
 
 moto has no StartMessageMoveTask, and a move task could not check each job anyway, so the redrive
 works message by message, the same way on the local stack and in AWS. Per message the order is:
-conditional write on the job -> its input's retention renewed -> a new message on the jobs queue
--> delete the DLQ message. An interrupted run leaves at worst a job already Pending whose DLQ
-message is still there; a rerun sees the job Pending and only renews, sends and deletes (a
-duplicate message is harmless: the worker's claim is conditional).
+conditional write on the job -> its input's retention renewed -> a new message on the queue of
+the job's lane as written (outlast.operator.dispatch) -> delete the DLQ message. An interrupted
+run leaves at worst a job already Pending whose DLQ message is still there; a rerun sees the job
+Pending and only renews, sends and deletes (a duplicate message is harmless: the worker's claim
+is conditional).
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from outlast.operator.dispatch import AWS_ERRORS, Result, describe, dispatch
 from outlast.operator.plan import (
     DISPATCHING,
     DROPPING,
     Action,
     DeadLetter,
-    DispatchBump,
     Joined,
     PlanOptions,
     Step,
     plan,
-    write_for,
 )
-from shared.errors import StorageUnavailableError
 from shared.job import JobRecord
-from shared.ports import JobMessage, JobQueue, JobRepository, PayloadStore, TransitionConflictError
+from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
 
 SQS_BATCH = 10
 DEFAULT_HOLD_SECONDS = 300
 DEFAULT_MAX_MESSAGES = 1000
-# What an AWS call can fail with once the target is resolved.
-AWS_ERRORS = (ClientError, BotoCoreError, StorageUnavailableError)
 
 
 @dataclass(frozen=True)
@@ -203,15 +196,6 @@ def read_job(repository: JobRepository, job_id: str) -> tuple[JobRecord | None, 
         return None, f"{type(error).__name__} while reading it"
 
 
-class Result(StrEnum):
-    """How one step of a run ended."""
-
-    DONE = "done"  # as planned
-    KEPT = "kept"  # the plan keeps the message (released at once)
-    CHANGED = "changed"  # the job moved on since the plan: nothing written, message kept
-    FAILED = "failed"  # an AWS call failed: the detail says what state it left
-
-
 @dataclass(frozen=True)
 class Outcome:
     """One executed step."""
@@ -228,7 +212,7 @@ class Redrive:
         self,
         repository: JobRepository,
         payloads: PayloadStore,
-        queue: JobQueue,
+        queues: Mapping[Lane, JobQueue],
         hold: Hold,
         *,
         now: Callable[[], datetime],
@@ -236,7 +220,7 @@ class Redrive:
     ) -> None:
         self._repository = repository
         self._payloads = payloads
-        self._queue = queue
+        self._queues = queues
         self._hold = hold
         self._now = now
         self._grace = grace
@@ -261,67 +245,35 @@ class Redrive:
             try:
                 self._hold.delete(step.letter.message_id)
             except AWS_ERRORS as error:
-                return Outcome(step, Result.FAILED, f"not deleted ({_describe(error)}); rerun to retry")
+                return Outcome(step, Result.FAILED, f"not deleted ({describe(error)}); rerun to retry")
             return Outcome(step, Result.DONE, "DLQ message deleted")
         return Outcome(step, Result.KEPT, "kept on the DLQ")
 
     def _dispatch(self, step: Step) -> Outcome:
-        job_id = step.letter.job_id or ""
-        write = write_for(step, self._now(), self._grace)
-        try:
-            if isinstance(write, DispatchBump):
-                written = self._repository.bump_dispatch(write.job, write.now, write.sweep_at)
-            else:
-                written = self._repository.transition(write)
-        except TransitionConflictError as conflict:
-            now_status = conflict.current.status.value if conflict.current else "gone"
-            return Outcome(
-                step,
-                Result.CHANGED,
-                f"the job changed since the plan (now {now_status}): kept; rerun to re-plan",
-            )
-        except AWS_ERRORS as error:
-            return Outcome(step, Result.FAILED, f"nothing changed ({_describe(error)}); rerun")
-        # The job is going to run: its input must live as long as the job, not the 24 h it was
-        # given when the job ended. Every dispatching step renews it (it is idempotent), not just
-        # the redrive, so the rerun this failure asks for (which finds the job Pending and plans a
-        # redispatch) renews it too.
-        try:
-            self._payloads.set_input_expiry(job_id, written.input_location, written.expires_at)
-        except AWS_ERRORS as error:
-            return Outcome(
-                step,
-                Result.FAILED,
-                f"job {written.status.value} but its input retention not renewed ({_describe(error)}); rerun",
-            )
-        state = (
-            f"{written.status.value}, attempts {written.attempts}/{written.max_attempts}, "
-            f"redriveCount {written.redrive_count}"
+        if step.job is None:
+            raise ValueError(f"{step.action.value} makes no write")
+        sent = dispatch(
+            self._repository,
+            self._payloads,
+            self._queues,
+            step.job,
+            step.decision,
+            now=self._now(),
+            grace=self._grace,
+            trace_id=step.letter.trace_id,
+            rerun="rerun",
         )
-        try:
-            self._queue.send(JobMessage(job_id=job_id, trace_id=step.letter.trace_id or uuid.uuid4().hex))
-        except AWS_ERRORS as error:
-            return Outcome(
-                step,
-                Result.FAILED,
-                f"job {state} but not sent ({_describe(error)}); rerun (or the sweeper re-sends it after "
-                "its grace)",
-            )
+        if sent.result is not Result.DONE:
+            return Outcome(step, sent.result, sent.detail)
         try:
             self._hold.delete(step.letter.message_id)
         except AWS_ERRORS as error:
             return Outcome(
                 step,
                 Result.FAILED,
-                f"job {state}, sent, but the DLQ message stayed ({_describe(error)}); rerun",
+                f"{sent.detail}, but the DLQ message stayed ({describe(error)}); rerun",
             )
-        return Outcome(step, Result.DONE, f"job {state}; sent to the jobs queue; DLQ message deleted")
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, ClientError):
-        return f"AWS error {error.response.get('Error', {}).get('Code', 'unknown')}"
-    return type(error).__name__
+        return Outcome(step, Result.DONE, f"{sent.detail}; DLQ message deleted")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`outlast jobs inspect`: the operator's view of one job, read straight from the tables and queues.
 
-The full internal record (lease, attempts, dispatchAt, redriveCount, the sweeper's next look),
-where its input and result live and how big they are, and which DLQ messages name it. Never the
+The full internal record (lease, attempts, stalls, crashes, isolation, dispatchAt, redriveCount,
+the sweeper's next look), where its input and result live and how big they are, and which
+messages on either DLQ (the jobs queue's and the isolation queue's) name it. Never the
 input or output text (logs and outputs hold neither, DESIGN.md "Security"), never a whole lease
 token: its first characters tell two leases apart, which is all an operator needs.
 """
@@ -20,6 +21,7 @@ from shared import resources as r
 from shared.adapters.dynamo_items import INPUT_SORT_VALUE, RESULT_SORT_VALUE, deserialize, job_key, job_pk
 from shared.clock import from_iso, to_iso
 from shared.job import BlobLocation, JobRecord
+from shared.ports import Lane
 
 LEASE_TOKEN_PREFIX = 8
 
@@ -44,6 +46,16 @@ class SweepEntry:
 
 
 @dataclass(frozen=True)
+class Lanes:
+    """One of the two job queues and its DLQ, as far as this job is concerned."""
+
+    queue_depth: QueueDepth
+    dlq_depth: QueueDepth
+    dlq_messages: list[DeadLetter] | None  # None: the DLQ was not read
+    dlq_incomplete: bool  # reading stopped (message limit, or to stay within its hold): more may remain
+
+
+@dataclass(frozen=True)
 class Inspection:
     """Everything `jobs inspect` shows about one job."""
 
@@ -51,10 +63,7 @@ class Inspection:
     sweep: SweepEntry | None
     input: Payload
     result: Payload | None
-    dlq_messages: list[DeadLetter] | None  # None: the DLQ was not read
-    dlq_incomplete: bool  # reading stopped (message limit, or to stay within its hold): more may remain
-    dlq_depth: QueueDepth
-    jobs_queue_depth: QueueDepth
+    lanes: dict[Lane, Lanes]  # the jobs queue and the isolation queue, each with its DLQ
     now: datetime
 
 
@@ -74,12 +83,26 @@ def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -
         raise UnreadableJobError(f"the record of job {job_id} cannot be read ({unreadable})")
     if job is None:
         return None
+    return Inspection(
+        job=job,
+        sweep=_sweep_entry(target, job_id),
+        input=_input(target, job),
+        result=_result(target, job),
+        lanes={lane: _lane(target, lane, job_id, read_dlq=read_dlq) for lane in Lane},
+        now=now,
+    )
+
+
+def _lane(target: Target, lane: Lane, job_id: str, *, read_dlq: bool) -> Lanes:
+    """A queue's depth, and its DLQ's depth and messages for the job (a job's messages can be on
+    either DLQ: it ran from the isolation queue once isolated)."""
+    dlq_url = target.resources.dlq_url_of(lane)
     dlq_messages = None
     dlq_incomplete = False
     if read_dlq:
         with held_messages(
             target.sqs,
-            target.resources.dlq_url,
+            dlq_url,
             hold_seconds=30,
             max_messages=DEFAULT_MAX_MESSAGES,
             wait_seconds=target.receive_wait_seconds,
@@ -87,16 +110,11 @@ def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -
         ) as hold:
             dlq_messages = [letter for letter in hold.letters if letter.job_id == job_id]
         dlq_incomplete = hold.limit_reached or hold.out_of_time
-    return Inspection(
-        job=job,
-        sweep=_sweep_entry(target, job_id),
-        input=_input(target, job),
-        result=_result(target, job),
+    return Lanes(
+        queue_depth=queue_depth(target.sqs, target.resources.queue_url(lane)),
+        dlq_depth=queue_depth(target.sqs, dlq_url),
         dlq_messages=dlq_messages,
         dlq_incomplete=dlq_incomplete,
-        dlq_depth=queue_depth(target.sqs, target.resources.dlq_url),
-        jobs_queue_depth=queue_depth(target.sqs, target.resources.jobs_queue_url),
-        now=now,
     )
 
 
@@ -167,6 +185,10 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
         "expiresAt": _iso(job.expires_at),
         "attempts": job.attempts,
         "maxAttempts": job.max_attempts,
+        "stalls": job.stalls,
+        "crashes": job.crashes,
+        "solo": job.solo,
+        "isolated": job.isolated,
         "redriveCount": job.redrive_count,
         "dispatchAt": _iso(job.dispatch_at),
         "cancelRequestedAt": _iso(job.cancel_requested_at),
@@ -190,26 +212,37 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
         ),
         "input": _payload_document(inspection.input),
         "result": _payload_document(inspection.result) if inspection.result else None,
-        "messages": {
-            "dlq": (
-                [
-                    {
-                        "messageId": m.message_id,
-                        "source": m.source,
-                        "receiveCount": m.receive_count,
-                        "sentAt": _iso(m.sent_at),
-                    }
-                    for m in inspection.dlq_messages
-                ]
-                if inspection.dlq_messages is not None
-                else None
-            ),
-            "dlqIncomplete": inspection.dlq_incomplete,
-            "dlqDepth": _depth_document(inspection.dlq_depth),
-            "jobsQueueDepth": _depth_document(inspection.jobs_queue_depth),
-        },
+        "messages": _messages_document(inspection.lanes),
         "inspectedAt": _iso(inspection.now),
     }
+
+
+def _messages_document(lanes: dict[Lane, Lanes]) -> dict[str, Any]:
+    shared, isolation = lanes[Lane.SHARED], lanes[Lane.ISOLATION]
+    return {
+        "dlq": _letters_document(shared.dlq_messages),
+        "dlqIncomplete": shared.dlq_incomplete,
+        "dlqDepth": _depth_document(shared.dlq_depth),
+        "jobsQueueDepth": _depth_document(shared.queue_depth),
+        "isolationDlq": _letters_document(isolation.dlq_messages),
+        "isolationDlqIncomplete": isolation.dlq_incomplete,
+        "isolationDlqDepth": _depth_document(isolation.dlq_depth),
+        "isolationQueueDepth": _depth_document(isolation.queue_depth),
+    }
+
+
+def _letters_document(letters: list[DeadLetter] | None) -> list[dict[str, Any]] | None:
+    if letters is None:
+        return None
+    return [
+        {
+            "messageId": m.message_id,
+            "source": m.source,
+            "receiveCount": m.receive_count,
+            "sentAt": _iso(m.sent_at),
+        }
+        for m in letters
+    ]
 
 
 def _payload_document(payload: Payload) -> dict[str, Any]:

@@ -1,29 +1,41 @@
-"""The DLQ redrive plan: one decision per dead-lettered message, from the message and its job alone.
+"""The redrive plan: one decision per job, from the job alone (and, on the DLQ, per message).
 
 The plan is computed before anything changes, so `--dry-run` prints exactly what a real run does;
 a real run then performs the plan step by step, each write conditional on the job as it was read
 (DESIGN.md, "Lifecycle": the operator redrive modelled on Step Functions' RedriveExecution).
+`decide_job` is the decision for one job, shared by `outlast dlq redrive` (a DLQ message and its
+job) and `outlast jobs redrive` (a Failed job whose message is gone); `decide` adds what only a
+DLQ message has: poison, and messages of jobs that need no re-run.
 
 | job, as read                             | action                 | a run then                         |
 |------------------------------------------|------------------------|------------------------------------|
 | Succeeded                                | drop-succeeded         | deletes the message, no re-run     |
 | Canceled                                 | drop-canceled          | deletes the message, no re-run     |
 | Failed, retries_exhausted (any + force)  | redrive                | Failed -> Pending (redriveCount+1, |
-|                                          |                        | attempts 0), sends, deletes        |
-| Failed, another reason, no --force       | needs-force            | keeps the message                  |
+|                                          |                        | attempts, stalls, crashes 0, not   |
+|                                          |                        | isolated), sends, deletes          |
+| Failed, another reason (worker_crashed   | needs-force            | keeps the message                  |
+|   too), no --force                       |                        |                                    |
 | Running, lease expired (a dead worker)   | recover                | -> Pending under the lease if it   |
-|                                          |                        | is still expired, sends, deletes   |
-| Pending, due, attempts left (stuck)      | redispatch             | dispatchAt = now, sends, deletes   |
+|                                          |                        | is still expired, settling the     |
+|                                          |                        | lease as the sweeper would, sends, |
+|                                          |                        | deletes                            |
+| ... its maxCrashes-th solo crash         | needs-force            | keeps (--force: recover, renewed)  |
+| Pending, due, retries left (stuck)       | redispatch             | dispatchAt = now, sends, deletes   |
 | Running under a live lease, cancel       | skip                   | keeps the message, says why        |
 | requested, Pending backing off or out of |                        |                                    |
-| attempts, a record it cannot read        |                        |                                    |
+| retries, a record it cannot read         |                        |                                    |
 | none (bad body, unknown or expired job)  | poison-purge-candidate | keeps (listed)                     |
 |   ... with --purge-poison                | purge-poison           | deletes, never re-sends            |
 | another message of the run carries the   | drop-duplicate         | deletes once that one went through |
 |   same job's redrive                     |                        | (else keeps)                       |
 
+For `jobs redrive`, Succeeded and Canceled jobs are skipped (there is no message to drop).
+
 Every dispatching action (redrive, recover, redispatch) also renews the input's retention to the
-job's expiry once its write went through: the job is going to run, whatever ended it before.
+job's expiry once its write went through (the job is going to run, whatever ended it before), and
+then sends the job to the queue of its lane as written (`shared.ports.Lane.of`): a redrive resets
+isolation, so the jobs queue; a recover or redispatch of an isolated job, the isolation queue.
 """
 
 from __future__ import annotations
@@ -35,9 +47,10 @@ from enum import StrEnum
 from typing import Any
 
 from shared.job import JobRecord
+from shared.leases import ExpiredLeaseOutcome, expired_lease_outcome
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
-from shared.ports import Transition
+from shared.ports import Lane, Transition
 
 # Failures a re-run can fix by itself: the provider kept failing transiently until the attempts ran
 # out. Every other code needs --force: a terminal provider answer (content_policy,
@@ -53,12 +66,14 @@ JOB_ERROR_CODES = REDRIVABLE_ERROR_CODES | TERMINAL_ERROR_CODES | {"input_missin
 
 # The dispatch grace the CDK app deploys by default (DESIGN.md, "Delivery and execution").
 DEFAULT_DISPATCH_GRACE_SECONDS = 900
+# The maxCrashes the CDK app deploys by default (DESIGN.md, "Lifecycle": crash isolation).
+DEFAULT_MAX_CRASHES = 2
 # Inputs are kept this long after a job ends (DESIGN.md, "Idempotency": retention).
 INPUT_RETENTION = timedelta(hours=24)
 
 
 class Action(StrEnum):
-    """What a run does with one DLQ message."""
+    """What a run does with one job (and, on the DLQ, with its message)."""
 
     REDRIVE = "redrive"
     RECOVER = "recover"
@@ -72,7 +87,7 @@ class Action(StrEnum):
     SKIP = "skip"
 
 
-# Conditional write, then a new message on the jobs queue, then the DLQ message is deleted.
+# Conditional write, then a new message on the job's queue, then (DLQ) the DLQ message is deleted.
 DISPATCHING = frozenset({Action.REDRIVE, Action.RECOVER, Action.REDISPATCH})
 # The DLQ message is deleted and nothing is sent.
 DROPPING = frozenset(
@@ -128,10 +143,26 @@ class Joined:
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """The operator's permissions for this run."""
+    """The operator's permissions for this run, and the stack setting the decisions depend on."""
 
     force: bool = False
     purge_poison: bool = False
+    # The stack's maxCrashes: an expired lease on a job's maxCrashes-th solo claim fails it
+    # with worker_crashed (shared.leases), so recovering it instead needs --force.
+    max_crashes: int = DEFAULT_MAX_CRASHES
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a run does with one job and why; for a dispatching action, its lane and its write."""
+
+    action: Action
+    why: str
+    # Dispatching actions: where the job is sent, as it will be written (Lane.of of that record).
+    lane: Lane | None = None
+    # recover: how the write settles the expired lease (as the sweeper would: isolate, count a
+    # crash, give the stall back), or None to start the job over (attempts renewed).
+    lease: ExpiredLeaseOutcome | None = None
 
 
 @dataclass(frozen=True)
@@ -172,13 +203,22 @@ class Selection:
 
 @dataclass(frozen=True)
 class Step:
-    """One message's place in the plan: the action and, in words, why."""
+    """One message's place in the plan: the decision (the action and, in words, why)."""
 
     joined: Joined
-    action: Action
-    why: str
+    decision: Decision
     primary: str | None = None  # drop-duplicate: the message whose redrive this one rides on
     warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def action(self) -> Action:
+        """What the run does with the message."""
+        return self.decision.action
+
+    @property
+    def why(self) -> str:
+        """Why, in words."""
+        return self.decision.why
 
     @property
     def letter(self) -> DeadLetter:
@@ -205,32 +245,47 @@ def is_poison(job: JobRecord | None, now: datetime) -> bool:
     return job is None or job.is_expired(now)
 
 
-def decide(joined: Joined, now: datetime, options: PlanOptions) -> tuple[Action, str]:
-    """The action for one message, from the message and its job alone (no I/O, no clock)."""
+def decide(joined: Joined, now: datetime, options: PlanOptions) -> Decision:
+    """The decision for one DLQ message, from the message and its job alone (no I/O, no clock)."""
     job = joined.job
     if joined.unreadable is not None:
-        return Action.SKIP, f"the job record could not be read ({joined.unreadable}); repair it, then rerun"
+        return Decision(
+            Action.SKIP, f"the job record could not be read ({joined.unreadable}); repair it, then rerun"
+        )
     if job is None or job.is_expired(now):
         return _poison(joined.letter, job, options)
+    if job.status is JobStatus.SUCCEEDED:
+        return Decision(
+            Action.DROP_SUCCEEDED, "the job already Succeeded: the message is dropped, the job is not re-run"
+        )
+    if job.status is JobStatus.CANCELED:
+        return Decision(
+            Action.DROP_CANCELED, "the job was Canceled: the message is dropped, the job is not re-run"
+        )
+    return decide_job(job, now, options)
+
+
+def decide_job(job: JobRecord, now: datetime, options: PlanOptions) -> Decision:
+    """The decision for one job that exists and has not expired, from the job alone (no I/O, no clock).
+
+    Succeeded and Canceled jobs are skipped: nothing re-runs them (on the DLQ, `decide` drops
+    their messages instead).
+    """
     return _BY_STATUS[job.status](job, now, options)
 
 
-def _succeeded(_job: JobRecord, _now: datetime, _options: PlanOptions) -> tuple[Action, str]:
-    return Action.DROP_SUCCEEDED, "the job already Succeeded: the message is dropped, the job is not re-run"
+def _ended(job: JobRecord, _now: datetime, _options: PlanOptions) -> Decision:
+    return Decision(Action.SKIP, f"the job already {job.status.value}: nothing to re-run")
 
 
-def _canceled(_job: JobRecord, _now: datetime, _options: PlanOptions) -> tuple[Action, str]:
-    return Action.DROP_CANCELED, "the job was Canceled: the message is dropped, the job is not re-run"
-
-
-def _cancel_requested(_job: JobRecord, _now: datetime, _options: PlanOptions) -> tuple[Action, str]:
-    return Action.SKIP, (
-        "a cancel was requested: the lease holder or the sweeper ends the job as Canceled; "
-        "rerun then to drop this message"
+def _cancel_requested(_job: JobRecord, _now: datetime, _options: PlanOptions) -> Decision:
+    return Decision(
+        Action.SKIP,
+        "a cancel was requested: the lease holder or the sweeper ends the job as Canceled; rerun then",
     )
 
 
-def _poison(letter: DeadLetter, job: JobRecord | None, options: PlanOptions) -> tuple[Action, str]:
+def _poison(letter: DeadLetter, job: JobRecord | None, options: PlanOptions) -> Decision:
     if letter.job_id is None:
         why = "poison: the body is not a job message"
     elif job is None:
@@ -238,65 +293,122 @@ def _poison(letter: DeadLetter, job: JobRecord | None, options: PlanOptions) -> 
     else:
         why = f"poison: the job expired at {_at(job.expires_at)} (expired jobs are gone)"
     if options.purge_poison:
-        return Action.PURGE_POISON, why + "; purged, never re-sent"
-    return Action.POISON_PURGE_CANDIDATE, why + "; kept (purge with --purge-poison)"
+        return Decision(Action.PURGE_POISON, why + "; purged, never re-sent")
+    return Decision(Action.POISON_PURGE_CANDIDATE, why + "; kept (purge with --purge-poison)")
 
 
-def _failed(job: JobRecord, _now: datetime, options: PlanOptions) -> tuple[Action, str]:
+def _starts_over(job: JobRecord) -> str:
+    """What renewing a job changes, in words (shared.adapters: the operator redrive's reset)."""
+    parts = [
+        f"redriveCount {job.redrive_count} -> {job.redrive_count + 1}",
+        f"attempts {job.attempts} -> 0",
+        f"stalls {job.stalls} -> 0",
+    ]
+    if job.crashes:
+        parts.append(f"crashes {job.crashes} -> 0")
+    if job.isolated:
+        parts.append("isolation reset (it runs in shared batches again)")
+    return ", ".join(parts)
+
+
+def _failed(job: JobRecord, _now: datetime, options: PlanOptions) -> Decision:
     code = job.error.code if job.error else "no error code"
-    redrive = (
-        f"Failed ({code}) -> Pending: redriveCount {job.redrive_count} -> {job.redrive_count + 1}, "
-        f"attempts {job.attempts} -> 0, dispatched now"
-    )
+    redrive = f"Failed ({code}) -> Pending: {_starts_over(job)}, sent to the jobs queue now"
     if code in REDRIVABLE_ERROR_CODES:
-        return Action.REDRIVE, redrive
+        return Decision(Action.REDRIVE, redrive, lane=Lane.SHARED)
     if options.force:
-        return Action.REDRIVE, f"{redrive} (forced past {code})"
-    kind = "a terminal reason" if code in TERMINAL_ERROR_CODES else "a reason a re-run does not fix by itself"
-    return Action.NEEDS_FORCE, f"Failed for {kind} ({code}): fix the cause, then redrive with --force"
+        return Decision(Action.REDRIVE, f"{redrive} (forced past {code})", lane=Lane.SHARED)
+    if code in TERMINAL_ERROR_CODES:
+        kind = "a terminal reason"
+    elif code == "worker_crashed":
+        kind = "crashing every worker it ran on alone"
+    else:
+        kind = "a reason a re-run does not fix by itself"
+    return Decision(
+        Action.NEEDS_FORCE, f"Failed for {kind} ({code}): fix the cause, then redrive with --force"
+    )
 
 
-def _running(job: JobRecord, now: datetime, _options: PlanOptions) -> tuple[Action, str]:
+def _running(job: JobRecord, now: datetime, options: PlanOptions) -> Decision:
     if job.lease_expires_at is not None and job.lease_expires_at > now:
-        return Action.SKIP, (
+        return Decision(
+            Action.SKIP,
             f"Running: a worker holds the lease until {_at(job.lease_expires_at)}; "
-            "rerun after it finishes (the sweeper watches the lease meanwhile)"
+            "rerun after it finishes (the sweeper watches the lease meanwhile)",
         )
     expired = _at(job.lease_expires_at) if job.lease_expires_at else "(no lease)"
     why = f"stuck Running, lease expired at {expired} (its worker died) -> Pending under that lease"
-    if job.attempts >= job.max_attempts:
-        redrives = f"redriveCount {job.redrive_count} -> {job.redrive_count + 1}"
-        why += f": out of attempts, so {redrives}, attempts -> 0"
+    # What the lease's expiry means is the sweeper's own decision (shared.leases): the recover
+    # writes the same accounting, so a job never pays for another job's crash here either.
+    outcome = expired_lease_outcome(job, options.max_crashes)
+    crashes = f"crashes {job.crashes} -> {job.crashes + 1} of maxCrashes {options.max_crashes}"
+    if outcome.error_code == "worker_crashed":
+        if not options.force:
+            return Decision(
+                Action.NEEDS_FORCE,
+                f"stuck Running, lease expired at {expired}: its worker died under a claim it had alone "
+                f"({crashes}), so the sweeper fails it with worker_crashed; find why, then --force "
+                "recovers it and starts it over",
+            )
+        return Decision(
+            Action.RECOVER,
+            f"{why} (forced past worker_crashed, {crashes}): {_starts_over(job)}, sent to the jobs queue now",
+            lane=Lane.SHARED,
+        )
+    if outcome.error_code is not None:  # out of retries: the recover starts it over, as a redrive
+        return Decision(
+            Action.RECOVER,
+            f"{why}: out of retries (stalls {job.stalls}/{job.max_attempts}), so {_starts_over(job)}, "
+            "sent to the jobs queue now",
+            lane=Lane.SHARED,
+        )
+    if outcome.refund_stall:
+        why += (
+            ": its claim shared a worker invocation that died, so the stall is given back "
+            f"(stalls {job.stalls} -> {job.stalls - 1}/{job.max_attempts}) and it runs alone from now on"
+        )
     else:
-        why += f", attempts stay {job.attempts}/{job.max_attempts}"
-    return Action.RECOVER, why + ", dispatched now"
-
-
-def _pending(job: JobRecord, now: datetime, _options: PlanOptions) -> tuple[Action, str]:
-    if job.attempts >= job.max_attempts:
-        return Action.SKIP, (
-            "Pending with no attempts left: the sweeper fails it (retries_exhausted) on its next pass; "
-            "rerun then to redrive it"
-        )
-    if job.dispatch_at > now:
-        return Action.SKIP, (
-            f"Pending, backing off until {_at(job.dispatch_at)}: its own message brings it back; "
-            "rerun after that"
-        )
-    return Action.REDISPATCH, (
-        f"stuck Pending since {_at(job.dispatch_at)}: dispatched again now "
-        f"(attempts stay {job.attempts}/{job.max_attempts})"
+        why += f": it had its worker to itself ({crashes}), stalls stay {job.stalls}/{job.max_attempts}"
+    return Decision(
+        Action.RECOVER, why + ", sent to the isolation queue now", lane=Lane.ISOLATION, lease=outcome
     )
 
 
-_BY_STATUS: dict[JobStatus, Callable[[JobRecord, datetime, PlanOptions], tuple[Action, str]]] = {
-    JobStatus.SUCCEEDED: _succeeded,
-    JobStatus.CANCELED: _canceled,
+def _pending(job: JobRecord, now: datetime, _options: PlanOptions) -> Decision:
+    if job.stalls >= job.max_attempts:
+        return Decision(
+            Action.SKIP,
+            f"Pending with no retries left (stalls {job.stalls}/{job.max_attempts}): the sweeper fails it "
+            "(retries_exhausted) on its next pass; rerun then to redrive it",
+        )
+    if job.dispatch_at > now:
+        return Decision(
+            Action.SKIP,
+            f"Pending, backing off until {_at(job.dispatch_at)}: its own message brings it back; "
+            "rerun after that",
+        )
+    lane = Lane.of(job)
+    return Decision(
+        Action.REDISPATCH,
+        f"stuck Pending since {_at(job.dispatch_at)}: dispatched again now to the {queue_name(lane)} "
+        f"(attempts stay {job.attempts}, stalls {job.stalls}/{job.max_attempts})",
+        lane=lane,
+    )
+
+
+_BY_STATUS: dict[JobStatus, Callable[[JobRecord, datetime, PlanOptions], Decision]] = {
+    JobStatus.SUCCEEDED: _ended,
+    JobStatus.CANCELED: _ended,
     JobStatus.FAILED: _failed,
     JobStatus.CANCELLATION_REQUESTED: _cancel_requested,
     JobStatus.RUNNING: _running,
     JobStatus.PENDING: _pending,
 }
+
+
+def queue_name(lane: Lane) -> str:
+    """The queue a lane's jobs are sent to, in words."""
+    return "isolation queue" if lane is Lane.ISOLATION else "jobs queue"
 
 
 def plan(joined: Sequence[Joined], now: datetime, options: PlanOptions) -> list[Step]:
@@ -308,27 +420,24 @@ def plan(joined: Sequence[Joined], now: datetime, options: PlanOptions) -> list[
     carriers: dict[str, str] = {}
     steps: list[Step] = []
     for item in ordered:
-        action, why = decide(item, now, options)
+        decision = decide(item, now, options)
         job_id = item.letter.job_id
-        if action in DISPATCHING and job_id is not None:
+        if decision.action in DISPATCHING and job_id is not None:
             if job_id in carriers:
-                steps.append(
-                    Step(
-                        item,
-                        Action.DROP_DUPLICATE,
-                        f"another message ({carriers[job_id]}) carries this job's {action.value}; "
-                        "this one is deleted once that went through",
-                        primary=carriers[job_id],
-                    )
+                duplicate = Decision(
+                    Action.DROP_DUPLICATE,
+                    f"another message ({carriers[job_id]}) carries this job's {decision.action.value}; "
+                    "this one is deleted once that went through",
                 )
+                steps.append(Step(item, duplicate, primary=carriers[job_id]))
                 continue
             carriers[job_id] = item.letter.message_id
-        steps.append(Step(item, action, why, warnings=_warnings(item, action, now)))
+        steps.append(Step(item, decision, warnings=warnings_for(item.job, decision.action, now)))
     return steps
 
 
-def _warnings(item: Joined, action: Action, now: datetime) -> tuple[str, ...]:
-    job = item.job
+def warnings_for(job: JobRecord | None, action: Action, now: datetime) -> tuple[str, ...]:
+    """What the operator should know before a step runs: a redrive of a job whose input may be gone."""
     if action is not Action.REDRIVE or job is None or job.updated_at + INPUT_RETENTION > now:
         return ()
     hours = INPUT_RETENTION.total_seconds() / 3600
@@ -340,15 +449,23 @@ def _warnings(item: Joined, action: Action, now: datetime) -> tuple[str, ...]:
 
 
 def write_for(step: Step, now: datetime, grace: timedelta) -> Transition | DispatchBump:
-    """The one conditional write a dispatching step makes, stamped `now`.
+    """The one conditional write a dispatching DLQ step makes, stamped `now` (see `write_for_job`)."""
+    if step.job is None:
+        raise ValueError(f"{step.action.value} makes no write")
+    return write_for_job(step.job, step.decision, now, grace)
+
+
+def write_for_job(
+    job: JobRecord, decision: Decision, now: datetime, grace: timedelta
+) -> Transition | DispatchBump:
+    """The one conditional write a dispatching decision makes for the job as read, stamped `now`.
 
     Every write re-checks the job as the plan read it (its status, and its lease where one holds
     it), so a job that moved on in between is left alone and reported instead.
     """
-    job = step.job
-    if job is None or step.action not in DISPATCHING:
-        raise ValueError(f"{step.action.value} makes no write")
-    if step.action is Action.REDISPATCH:
+    if decision.action not in DISPATCHING:
+        raise ValueError(f"{decision.action.value} makes no write")
+    if decision.action is Action.REDISPATCH:
         return DispatchBump(job=job, now=now, sweep_at=now + grace)
     base = Transition(
         job_id=job.job_id,
@@ -358,16 +475,17 @@ def write_for(step: Step, now: datetime, grace: timedelta) -> Transition | Dispa
         dispatch_at=now,
         sweep_at=now + grace,
     )
-    if step.action is Action.REDRIVE:
+    if decision.action is Action.REDRIVE:
         return replace(base, operator_redrive=True, renew_attempts=True)
     # The lease token alone is not enough: a slow worker's late heartbeat keeps its token and
     # renews the lease, and taking the job from it then would cost a second model call. So the
     # lease must still be expired at the moment of the write, as for the sweeper's own recovery.
+    recover = replace(base, lease_token=job.lease_token, require_lease_expired=True)
+    lease = decision.lease
+    if lease is None:
+        return replace(recover, renew_attempts=True)
     return replace(
-        base,
-        lease_token=job.lease_token,
-        require_lease_expired=True,
-        renew_attempts=job.attempts >= job.max_attempts,
+        recover, isolate=lease.isolate, count_crash=lease.count_crash, refund_stall=lease.refund_stall
     )
 
 

@@ -16,11 +16,22 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.names import JOBS_DLQ, JOBS_QUEUE, JOBS_TABLE, OUTBOX, PAYLOAD_BUCKET, STORAGE, Output
+from infra.names import (
+    ISOLATION_DLQ,
+    ISOLATION_QUEUE,
+    JOBS_DLQ,
+    JOBS_QUEUE,
+    JOBS_TABLE,
+    OUTBOX,
+    PAYLOAD_BUCKET,
+    STORAGE,
+    Output,
+)
 from shared.adapters.dynamo_errors import error_code
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
+from shared.ports import JobQueue, Lane
 
 DEFAULT_STACK_NAME = "outlast"
 # `outlast local up`'s default port (outlast.commands.local.DEFAULT_PORT). Not imported from there:
@@ -28,6 +39,9 @@ DEFAULT_STACK_NAME = "outlast"
 DEFAULT_LOCAL_PORT = 8000
 
 ClientFactory = Callable[[str], Any]
+
+# `--queue`: which of the two job queues (and so which DLQ) a command reads.
+QUEUE_CHOICES: dict[str, Lane] = {"jobs": Lane.SHARED, "isolation": Lane.ISOLATION}
 
 
 class TargetError(Exception):
@@ -41,7 +55,17 @@ class Resources:
     jobs_table: str
     jobs_queue_url: str
     dlq_url: str
+    isolation_queue_url: str
+    isolation_dlq_url: str
     payload_bucket: str
+
+    def queue_url(self, lane: Lane) -> str:
+        """The queue a lane's jobs are sent to."""
+        return self.isolation_queue_url if lane is Lane.ISOLATION else self.jobs_queue_url
+
+    def dlq_url_of(self, lane: Lane) -> str:
+        """That queue's dead-letter queue."""
+        return self.isolation_dlq_url if lane is Lane.ISOLATION else self.dlq_url
 
 
 class Target:
@@ -83,9 +107,13 @@ class Target:
         )
 
     @cached_property
-    def jobs_queue(self) -> SqsJobQueue:
-        """The jobs queue (and its DLQ), through the functions' own adapter."""
-        return SqsJobQueue(self.sqs, self.resources.jobs_queue_url, self.resources.dlq_url)
+    def queues(self) -> dict[Lane, JobQueue]:
+        """The jobs queue and the isolation queue (each with its DLQ), by lane, through the
+        functions' own adapter: a job is sent to the queue of `Lane.of(job)`, as the sweeper does."""
+        return {
+            lane: SqsJobQueue(self.sqs, self.resources.queue_url(lane), self.resources.dlq_url_of(lane))
+            for lane in Lane
+        }
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,6 +158,8 @@ def local_target(port: int) -> Target:
         jobs_table=_by_logical_id(state["tables"], STORAGE + JOBS_TABLE),
         jobs_queue_url=_by_logical_id(state["queues"], OUTBOX + JOBS_QUEUE),
         dlq_url=_by_logical_id(state["queues"], OUTBOX + JOBS_DLQ),
+        isolation_queue_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_QUEUE),
+        isolation_dlq_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_DLQ),
         payload_bucket=_by_logical_id(state["buckets"], STORAGE + PAYLOAD_BUCKET),
     )
     return Target(f"local stack on port {port}", resources, lambda service: local_client(service, state), 0)
@@ -161,6 +191,8 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         jobs_table=outputs[Output.JOBS_TABLE_NAME],
         jobs_queue_url=outputs[Output.JOBS_QUEUE_URL],
         dlq_url=outputs[Output.DLQ_URL],
+        isolation_queue_url=outputs[Output.ISOLATION_QUEUE_URL],
+        isolation_dlq_url=outputs[Output.ISOLATION_DLQ_URL],
         payload_bucket=outputs[Output.PAYLOAD_BUCKET_NAME],
     )
 
@@ -170,7 +202,14 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
     return Target(f"stack {stack_name} ({session.region_name})", resources, clients, 1)
 
 
-_NEEDED = (Output.JOBS_TABLE_NAME, Output.JOBS_QUEUE_URL, Output.DLQ_URL, Output.PAYLOAD_BUCKET_NAME)
+_NEEDED = (
+    Output.JOBS_TABLE_NAME,
+    Output.JOBS_QUEUE_URL,
+    Output.DLQ_URL,
+    Output.ISOLATION_QUEUE_URL,
+    Output.ISOLATION_DLQ_URL,
+    Output.PAYLOAD_BUCKET_NAME,
+)
 
 
 def _stack_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""On-call at 3 am, end to end on the local stack: `dlq list`, `dlq redrive` and `jobs inspect`.
+"""On-call at 3 am, end to end on the local stack: `dlq list`, `dlq redrive`, `jobs inspect` and
+`jobs redrive`.
 
 How each message reaches the DLQ (the scene is built once for the module):
 - poison: a garbage body and a message for a job that does not exist go on the jobs queue; the
@@ -17,6 +18,9 @@ How each message reaches the DLQ (the scene is built once for the module):
   server counts faults per request, so after the redrive the fourth call succeeds.
 - a Succeeded job's stray message: its body sent straight to the DLQ.
 
+And a Failed job with no message anywhere (the worker finished it): `[[fault:rate_limit*3]]`
+again, which only `jobs redrive` can bring back.
+
 Jobs are watched through the operator's own view (the jobs table), not the status API, so a slow
 API on a busy machine cannot fail the test.
 """
@@ -33,6 +37,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -44,6 +49,7 @@ from outlast.operator.plan import DeadLetter
 from outlast.operator.targets import Target, local_target
 from shared.adapters.dynamo_items import job_key, job_to_item
 from shared.adapters.sqs_queue import SqsJobQueue, encode_message
+from shared.clock import to_iso, truncate_to_millis
 from shared.contract import Operation
 from shared.job import Caller, JobInput, JobRecord
 from shared.lifecycle import JobStatus
@@ -427,3 +433,50 @@ def test_poison_is_purged_only_when_asked_and_never_re_sent(scene: Scene) -> Non
     assert purged.code == 0, purged.out
     assert purged.out.count("purge-poison") == len(poison)
     assert not poison & set(scene.dlq_letters())
+
+
+def test_a_failed_job_with_no_message_is_redriven_by_jobs_redrive_and_then_succeeds(scene: Scene) -> None:
+    # Given a job whose three model calls are rate limited: the worker ends it
+    # Failed/retries_exhausted itself, so no message of it is left on any queue
+    since = truncate_to_millis(datetime.now(UTC)) - timedelta(seconds=1)
+    token = scene.stack.token("oncall-e2e", "oncall")
+    job_id = rate_limited_thrice(scene.stack, token, "Redrive me without a message.", scene.texts)
+    failed = scene.wait_job(job_id, JobStatus.FAILED)
+    assert failed.error is not None
+    assert failed.error.code == "retries_exhausted"
+    assert scene.model_calls(job_id) == [429, 429, 429]
+    assert scene.dlq_ids_of(job_id) == set()
+
+    # When on-call looks for such jobs since just before it was submitted, dry run first
+    dry = scene.cli(
+        "jobs",
+        "redrive",
+        "--error-code",
+        "retries_exhausted",
+        "--since",
+        to_iso(since),
+        "--dry-run",
+        "--json",
+    )
+
+    # Then the scan finds it (and says how many items it read) and plans its redrive to the jobs
+    # queue, changing nothing
+    assert dry.code == 0, dry.err
+    plan = {step["jobId"]: step for step in dry.document["steps"]}
+    assert (plan[job_id]["action"], plan[job_id]["sendsTo"]) == ("redrive", "jobs")
+    assert dry.document["scan"]["itemsRead"] >= dry.document["scan"]["matched"] >= 1
+    assert scene.job(job_id).status is JobStatus.FAILED
+
+    # When redriven for real (by id: other jobs of the session stay as they are)
+    run = scene.cli("jobs", "redrive", job_id)
+
+    # Then it runs again and succeeds with one more model call: the fault counter, keyed by the
+    # request's messages, is spent after three
+    assert run.code == 0, run.out
+    assert "sent to the jobs queue" in run.out
+    job = scene.wait_job(job_id, JobStatus.SUCCEEDED)
+    assert (job.attempts, job.redrive_count, job.error) == (1, 1, None)
+    assert scene.model_calls(job_id) == [429, 429, 429, 200]
+    inspected = scene.cli("jobs", "inspect", job_id, "--json").document
+    assert (inspected["redriveCount"], inspected["result"]["present"]) == (1, True)
+    assert (inspected["crashes"], inspected["isolated"]) == (0, False)

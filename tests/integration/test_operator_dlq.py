@@ -12,7 +12,7 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -27,6 +27,8 @@ from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue, encode_message
 from shared.job import JobError, JobInput, JobRecord
+from shared.job_errors import job_error
+from shared.leases import expired_lease_outcome
 from shared.lifecycle import JobStatus
 from shared.ports import JobMessage, Lease, Transition
 from tests.support import jobs
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
+MAX_CRASHES = 2  # the stack's default, which the operator commands assume too
 EXHAUSTED = JobError(code="retries_exhausted", message="The provider kept failing.")
 POLICY = JobError(code="content_policy", message="The provider declined the input.")
 
@@ -84,6 +87,62 @@ class World:
     def failed(self, error: JobError = EXHAUSTED) -> JobRecord:
         return jobs.fail(self.repository, self.running(), error)
 
+    def claimed(self, job: JobRecord, *, at: datetime, solo: bool) -> JobRecord:
+        """The worker's claim at `at`: alone in its invocation (solo), or in a batch."""
+        return self.repository.transition(
+            Transition(
+                job.job_id,
+                JobStatus.PENDING,
+                JobStatus.RUNNING,
+                now=at,
+                new_lease=Lease(token=secrets.token_hex(16), expires_at=at + jobs.LEASE),
+                count_attempt=True,
+                solo=solo,
+                require_due=True,
+                sweep_at=at + jobs.LEASE,
+            )
+        )
+
+    def swept(self, running: JobRecord, *, at: datetime) -> JobRecord:
+        """The sweeper once the lease ran out: shared.leases' outcome, written as the sweeper writes it."""
+        outcome = expired_lease_outcome(running, MAX_CRASHES)
+        return self.repository.transition(
+            Transition(
+                running.job_id,
+                running.status,
+                outcome.target,
+                now=at,
+                lease_token=running.lease_token,
+                require_lease_expired=True,
+                isolate=outcome.isolate,
+                count_crash=outcome.count_crash,
+                refund_stall=outcome.refund_stall,
+                error=job_error(outcome.error_code) if outcome.error_code else None,
+                dispatch_at=at if outcome.dispatches else None,
+                sweep_at=at + jobs.DISPATCH_GRACE if outcome.dispatches else None,
+            )
+        )
+
+    def isolated(self) -> JobRecord:
+        """Pending, isolated and due: its batch's worker died, and the sweeper's re-send was lost."""
+        start = jobs.now_millis() - 3 * jobs.LEASE
+        job = self.pending(created_at=start, dispatch_at=start)
+        return self.swept(
+            self.claimed(job, at=start, solo=False), at=start + jobs.LEASE + timedelta(seconds=1)
+        )
+
+    def crashed(self) -> JobRecord:
+        """Failed/worker_crashed: it took down the worker it had to itself, twice (maxCrashes 2)."""
+        start = jobs.now_millis() - 5 * jobs.LEASE
+        job = self.pending(created_at=start, dispatch_at=start)
+        first = self.swept(
+            self.claimed(job, at=start, solo=True), at=start + jobs.LEASE + timedelta(seconds=1)
+        )
+        again = start + 2 * jobs.LEASE
+        return self.swept(
+            self.claimed(first, at=again, solo=True), at=again + jobs.LEASE + timedelta(seconds=1)
+        )
+
     def succeeded(self) -> JobRecord:
         return jobs.succeed(self.repository, self.payloads, self.running(), output="secret output text")
 
@@ -96,15 +155,21 @@ class World:
     # --- queues ------------------------------------------------------------------------------
 
     def to_dlq(
-        self, job: JobRecord | None = None, *, body: str | None = None, reason: str | None = None
+        self,
+        job: JobRecord | None = None,
+        *,
+        body: str | None = None,
+        reason: str | None = None,
+        dlq_url: str | None = None,
     ) -> str:
-        """Put a message on the DLQ as the redrive policy (no reason) or the worker (a reason) would."""
+        """Put a message on the DLQ (the jobs queue's unless another is named) as the redrive
+        policy (no reason) or the worker (a reason) would."""
         text = body if body is not None else encode_message(JobMessage(job.job_id if job else "", "trace-1"))
         attributes: dict[str, Any] = {}
         if reason is not None:
             attributes["reason"] = {"DataType": "String", "StringValue": reason}
         response = self.sqs.send_message(
-            QueueUrl=self.queues.dlq_url, MessageBody=text, MessageAttributes=attributes
+            QueueUrl=dlq_url or self.queues.dlq_url, MessageBody=text, MessageAttributes=attributes
         )
         return str(response["MessageId"])
 
@@ -175,6 +240,8 @@ def create_world(moto_endpoint: str, resources: TestResources, capsys: pytest.Ca
         "JobsTableName": resources.jobs_table,
         "JobsQueueUrl": queues.jobs_url,
         "DlqUrl": queues.dlq_url,
+        "IsolationQueueUrl": queues.isolation_url,
+        "IsolationDlqUrl": queues.isolation_dlq_url,
         "PayloadBucketName": resources.bucket,
     }
     stack_name = f"outlast-{suffix}"
@@ -401,8 +468,12 @@ def test_stuck_jobs_are_recovered_and_live_ones_left_to_their_worker(world: Worl
     recovered = world.job(dead.job_id)
     assert (recovered.status, recovered.attempts, recovered.lease_token) == (JobStatus.PENDING, 1, None)
     assert world.job(stuck.job_id).status is JobStatus.PENDING
-    sent = sorted(json.loads(b)["jobId"] for b in world.peek(world.queues.jobs_url).values())
-    assert sent == sorted([dead.job_id, stuck.job_id])
+    # ... the dead worker's claim shared its invocation, so the recover settles the lease as the
+    # sweeper would: its stall given back, isolated, sent to the isolation queue; the stuck job
+    # to the jobs queue
+    assert (recovered.isolated, recovered.stalls, recovered.crashes) == (True, 0, 0)
+    assert [json.loads(b)["jobId"] for b in world.peek(world.queues.isolation_url).values()] == [dead.job_id]
+    assert [json.loads(b)["jobId"] for b in world.peek(world.queues.jobs_url).values()] == [stuck.job_id]
     # ... and the live job keeps its lease and its DLQ message
     assert world.job(live.job_id).lease_token == live.lease_token
     assert set(world.peek(world.queues.dlq_url)) == {messages[live.job_id]}

@@ -125,7 +125,10 @@ def test_a_missing_stack_or_one_without_outlast_outputs_is_a_clear_error(
     )
     not_outlast = build_cli(capsys, ["--stack-name", other])("dlq", "list")
     assert not_outlast.code == 2
-    assert "lacks the outputs JobsTableName, JobsQueueUrl, DlqUrl, PayloadBucketName" in not_outlast.err
+    assert (
+        "lacks the outputs JobsTableName, JobsQueueUrl, DlqUrl, IsolationQueueUrl, IsolationDlqUrl, "
+        "PayloadBucketName" in not_outlast.err
+    )
 
 
 def test_local_target_reads_the_local_stacks_state_file(
@@ -144,6 +147,8 @@ def test_local_target_reads_the_local_stacks_state_file(
         "queues": {
             "OutboxJobsQueue13669EA8": world.queues.jobs_url,
             "OutboxJobsDlqF3C0B954": world.queues.dlq_url,
+            "OutboxIsolationQueue5D1F7E2A": world.queues.isolation_url,
+            "OutboxIsolationDlq0A9B8C7D": world.queues.isolation_dlq_url,
             "OutboxRelayFailures4C4A023F": world.queues.relay_failures_url,
         },
         "buckets": {"StoragePayloadBucketEAD0BC18": world.resources.bucket},

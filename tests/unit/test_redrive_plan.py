@@ -50,8 +50,15 @@ def failed(code: str, **changes: Any) -> JobRecord:
     )
 
 
-def running(lease_expires_at: datetime, attempts: int = 1) -> JobRecord:
-    return job(JobStatus.RUNNING, attempts=attempts, lease_token="a" * 32, lease_expires_at=lease_expires_at)
+def running(lease_expires_at: datetime, attempts: int = 1, **changes: Any) -> JobRecord:
+    return job(
+        JobStatus.RUNNING,
+        attempts=attempts,
+        stalls=attempts,
+        lease_token="a" * 32,
+        lease_expires_at=lease_expires_at,
+        **changes,
+    )
 
 
 _sequence = iter(range(1_000_000))
@@ -86,7 +93,7 @@ def joined(about: JobRecord | None, **kwargs: Any) -> Joined:
 
 
 def action_of(about: JobRecord | None, options: PlanOptions = DEFAULTS) -> Action:
-    return decide(joined(about), NOW, options)[0]
+    return decide(joined(about), NOW, options).action
 
 
 # --- one message, one job --------------------------------------------------------------------
@@ -106,19 +113,19 @@ def test_a_job_that_ran_out_of_attempts_is_redriven_without_force() -> None:
     assert action_of(failed("retries_exhausted")) is Action.REDRIVE
 
 
-@pytest.mark.parametrize("code", sorted(TERMINAL_ERROR_CODES | {"input_missing"}))
+@pytest.mark.parametrize("code", sorted(TERMINAL_ERROR_CODES | {"input_missing", "worker_crashed"}))
 def test_a_terminal_failure_needs_force_and_force_redrives_it(code: str) -> None:
     # Given a job Failed for a reason a re-run does not fix by itself
     failure = failed(code)
 
     # Then it is kept without --force, redriven with it, and the plan says why
-    action, why = decide(joined(failure), NOW, DEFAULTS)
-    assert action is Action.NEEDS_FORCE
-    assert code in why
-    assert "--force" in why
-    forced, forced_why = decide(joined(failure), NOW, PlanOptions(force=True))
-    assert forced is Action.REDRIVE
-    assert "forced" in forced_why
+    kept = decide(joined(failure), NOW, DEFAULTS)
+    assert kept.action is Action.NEEDS_FORCE
+    assert code in kept.why
+    assert "--force" in kept.why
+    forced = decide(joined(failure), NOW, PlanOptions(force=True))
+    assert forced.action is Action.REDRIVE
+    assert "forced" in forced.why
 
 
 def test_the_redrive_write_is_the_operator_redrive_of_the_lifecycle() -> None:
@@ -145,9 +152,9 @@ def test_the_redrive_write_is_the_operator_redrive_of_the_lifecycle() -> None:
 
 
 def test_a_running_job_under_a_live_lease_is_left_to_its_worker() -> None:
-    action, why = decide(joined(running(NOW + timedelta(seconds=30))), NOW, DEFAULTS)
-    assert action is Action.SKIP
-    assert "lease" in why
+    decision = decide(joined(running(NOW + timedelta(seconds=30))), NOW, DEFAULTS)
+    assert decision.action is Action.SKIP
+    assert "lease" in decision.why
 
 
 def test_a_stuck_running_job_is_recovered_under_its_expired_lease() -> None:
@@ -169,7 +176,8 @@ def test_a_stuck_running_job_is_recovered_under_its_expired_lease() -> None:
 
 
 def test_a_stuck_running_job_out_of_attempts_gets_them_renewed() -> None:
-    stuck = running(NOW - timedelta(seconds=1), attempts=3)
+    # Given a job whose worker died under a claim it had alone, with no retries left
+    stuck = running(NOW - timedelta(seconds=1), attempts=3, solo=True)
     [step] = plan([joined(stuck)], NOW, DEFAULTS)
     write = write_for(step, NOW, GRACE)
     assert isinstance(write, Transition)
@@ -178,19 +186,19 @@ def test_a_stuck_running_job_out_of_attempts_gets_them_renewed() -> None:
 
 
 def test_a_stuck_pending_job_is_dispatched_again_without_touching_its_attempts() -> None:
-    stuck = job(JobStatus.PENDING, attempts=1)
+    stuck = job(JobStatus.PENDING, attempts=1, stalls=1)
     [step] = plan([joined(stuck)], NOW, DEFAULTS)
     assert step.action is Action.REDISPATCH
     assert write_for(step, NOW, GRACE) == DispatchBump(job=stuck, now=NOW, sweep_at=NOW + GRACE)
 
 
 def test_a_pending_job_backing_off_or_out_of_attempts_is_skipped_with_the_reason() -> None:
-    backing_off = job(JobStatus.PENDING, attempts=1, dispatch_at=NOW + timedelta(seconds=20))
-    exhausted = job(JobStatus.PENDING, attempts=3)
-    assert decide(joined(backing_off), NOW, DEFAULTS)[0] is Action.SKIP
-    assert "backing off" in decide(joined(backing_off), NOW, DEFAULTS)[1]
-    assert decide(joined(exhausted), NOW, DEFAULTS)[0] is Action.SKIP
-    assert "retries_exhausted" in decide(joined(exhausted), NOW, DEFAULTS)[1]
+    backing_off = job(JobStatus.PENDING, attempts=1, stalls=1, dispatch_at=NOW + timedelta(seconds=20))
+    exhausted = job(JobStatus.PENDING, attempts=3, stalls=3)
+    assert decide(joined(backing_off), NOW, DEFAULTS).action is Action.SKIP
+    assert "backing off" in decide(joined(backing_off), NOW, DEFAULTS).why
+    assert decide(joined(exhausted), NOW, DEFAULTS).action is Action.SKIP
+    assert "retries_exhausted" in decide(joined(exhausted), NOW, DEFAULTS).why
 
 
 def test_a_job_being_canceled_is_not_re_run() -> None:
@@ -214,9 +222,9 @@ def test_poison_is_kept_and_listed_and_only_purged_when_asked(body: str | None, 
     poison = Joined(letter(ghost, body=body, reason=reason), None)
 
     # Then it is a purge candidate, and purged only with --purge-poison: never redriven
-    assert decide(poison, NOW, DEFAULTS)[0] is Action.POISON_PURGE_CANDIDATE
-    assert decide(poison, NOW, PlanOptions(force=True))[0] is Action.POISON_PURGE_CANDIDATE
-    assert decide(poison, NOW, PlanOptions(purge_poison=True))[0] is Action.PURGE_POISON
+    assert decide(poison, NOW, DEFAULTS).action is Action.POISON_PURGE_CANDIDATE
+    assert decide(poison, NOW, PlanOptions(force=True)).action is Action.POISON_PURGE_CANDIDATE
+    assert decide(poison, NOW, PlanOptions(purge_poison=True)).action is Action.PURGE_POISON
     assert poison.letter.source == f"worker: {reason}"
 
 
@@ -228,9 +236,9 @@ def test_an_expired_job_counts_as_gone() -> None:
 
 def test_a_job_record_that_cannot_be_read_is_left_alone() -> None:
     unreadable = Joined(letter(new_job()), None, unreadable="ValueError while reading it")
-    action, why = decide(unreadable, NOW, PlanOptions(force=True, purge_poison=True))
-    assert action is Action.SKIP
-    assert "ValueError" in why
+    decision = decide(unreadable, NOW, PlanOptions(force=True, purge_poison=True))
+    assert decision.action is Action.SKIP
+    assert "ValueError" in decision.why
 
 
 def test_an_old_failure_warns_that_its_input_may_be_gone() -> None:

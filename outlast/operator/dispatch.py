@@ -1,0 +1,111 @@
+"""One dispatching step of an operator run: the conditional write, the input's retention, the send.
+
+Shared by `dlq redrive` (which then deletes the DLQ message) and `jobs redrive` (which has no
+message to delete). The order is what makes a run safe to interrupt and to rerun: the write
+first (a job that moved on since the plan is left alone), then the input's retention (the job
+is going to run, so its input must live as long as the job), then a new message on the queue of
+the job's lane as written (`Lane.of`). A failure after the write leaves the job Pending: a rerun
+plans a redispatch (which renews and sends), and the sweeper re-sends it after its grace anyway.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from outlast.operator.plan import Decision, DispatchBump, queue_name, write_for_job
+from shared.errors import StorageUnavailableError
+from shared.job import JobRecord
+from shared.ports import JobMessage, JobQueue, JobRepository, Lane, PayloadStore, TransitionConflictError
+
+# What an AWS call can fail with once the target is resolved.
+AWS_ERRORS = (ClientError, BotoCoreError, StorageUnavailableError)
+
+
+class Result(StrEnum):
+    """How one step of a run ended."""
+
+    DONE = "done"  # as planned
+    KEPT = "kept"  # the plan keeps the message or leaves the job (released at once)
+    CHANGED = "changed"  # the job moved on since the plan: nothing written
+    FAILED = "failed"  # an AWS call failed: the detail says what state it left
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """How a dispatching step ended: DONE (written, renewed, sent), CHANGED or FAILED."""
+
+    result: Result
+    detail: str
+    written: JobRecord | None = None  # the job as written, once the write went through
+    lane: Lane | None = None  # where it was sent (DONE only)
+
+
+def describe(error: Exception) -> str:
+    """An AWS error in a few words (its code), never its message text."""
+    if isinstance(error, ClientError):
+        return f"AWS error {error.response.get('Error', {}).get('Code', 'unknown')}"
+    return type(error).__name__
+
+
+def dispatch(
+    repository: JobRepository,
+    payloads: PayloadStore,
+    queues: Mapping[Lane, JobQueue],
+    job: JobRecord,
+    decision: Decision,
+    *,
+    now: datetime,
+    grace: timedelta,
+    trace_id: str | None,
+    rerun: str,
+) -> Dispatched:
+    """Write, renew, send; `rerun` says how to finish a step that failed after its write."""
+    write = write_for_job(job, decision, now, grace)
+    try:
+        if isinstance(write, DispatchBump):
+            written = repository.bump_dispatch(write.job, write.now, write.sweep_at)
+        else:
+            written = repository.transition(write)
+    except TransitionConflictError as conflict:
+        now_status = conflict.current.status.value if conflict.current else "gone"
+        return Dispatched(
+            Result.CHANGED,
+            f"the job changed since the plan (now {now_status}): nothing written; {rerun} to re-plan",
+        )
+    except AWS_ERRORS as error:
+        return Dispatched(Result.FAILED, f"nothing changed ({describe(error)}); {rerun}")
+    grace_seconds = int(grace.total_seconds())
+    left = f"{rerun} (it plans a redispatch), or the sweeper re-sends it after its grace ({grace_seconds} s)"
+    # The job is going to run: its input must live as long as the job, not the 24 h it was given
+    # when the job ended. Every dispatching step renews it (it is idempotent), not just the
+    # redrive, so the rerun a failure asks for (which finds the job Pending and plans a
+    # redispatch) renews it too.
+    try:
+        payloads.set_input_expiry(job.job_id, written.input_location, written.expires_at)
+    except AWS_ERRORS as error:
+        return Dispatched(
+            Result.FAILED,
+            f"job {written.status.value} but its input retention not renewed ({describe(error)}); {rerun}",
+            written,
+        )
+    lane = Lane.of(written)
+    state = (
+        f"{written.status.value}, attempts {written.attempts}, "
+        f"stalls {written.stalls}/{written.max_attempts}, crashes {written.crashes}, "
+        f"redriveCount {written.redrive_count}"
+    )
+    try:
+        queues[lane].send(JobMessage(job_id=job.job_id, trace_id=trace_id or uuid.uuid4().hex))
+    except AWS_ERRORS as error:
+        return Dispatched(
+            Result.FAILED,
+            f"job {state} but not sent to the {queue_name(lane)} ({describe(error)}): {left}",
+            written,
+        )
+    return Dispatched(Result.DONE, f"job {state}; sent to the {queue_name(lane)}", written, lane)

@@ -16,6 +16,13 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from infra.names import DEFAULT_METRICS_NAMESPACE
+from shared.planner import (
+    DEFAULT_CHUNK_TOKENS,
+    DEFAULT_STEP_OUTPUT_TOKENS,
+    PLAN_VERSION,
+    PlanParameters,
+    check_plan_parameters,
+)
 
 # Fixed by the design rather than per stage (DESIGN.md, "Cost discipline" and "Delivery and execution").
 WORKER_BATCH_SIZE = 10
@@ -128,6 +135,14 @@ class StageConfig(BaseModel):
     backoff_cap_seconds: float = Field(default=300, alias="backoffCapSeconds", gt=0, le=43_200)
     release_margin_seconds: float = Field(default=15, alias="releaseMarginSeconds", ge=1, le=300)
 
+    # Long inputs (DESIGN.md, "Long inputs"): how submit plans jobs in steps, how many run at once.
+    plan_version: str = Field(default=PLAN_VERSION, alias="planVersion", min_length=1)
+    chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, alias="chunkTokens", ge=100, le=1_000_000)
+    step_output_tokens: int = Field(
+        default=DEFAULT_STEP_OUTPUT_TOKENS, alias="stepOutputTokens", ge=16, le=16_384
+    )
+    step_concurrency: int = Field(default=4, alias="stepConcurrency", ge=1, le=32)
+
     # The sweeper.
     sweep_schedule: str = Field(
         default="rate(1 minute)", alias="sweepSchedule", pattern=r"^(rate|cron)\(.+\)$"
@@ -196,9 +211,22 @@ class StageConfig(BaseModel):
             )
             if broken
         ]
+        try:
+            check_plan_parameters(self.plan)
+        except ValueError as error:
+            problems.append(str(error))
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def plan(self) -> PlanParameters:
+        """What submit plans new jobs with (checked at synth: a reduce of two outputs must fit)."""
+        return PlanParameters(
+            plan_version=self.plan_version,
+            chunk_tokens=self.chunk_tokens,
+            step_output_tokens=self.step_output_tokens,
+        )
 
     @property
     def jobs_queue_visibility_seconds(self) -> int:

@@ -86,6 +86,9 @@ def submit_environment(
             "job_retention_days": config.job_retention_days,
             "idempotency_ttl_hours": config.idempotency_ttl_hours,
             "input_retention_hours": config.input_retention_hours,
+            "plan_version": config.plan_version,
+            "chunk_tokens": config.chunk_tokens,
+            "step_output_tokens": config.step_output_tokens,
             # New jobs get their sweep time from it: it must agree with the sweeper's.
             "dispatch_grace_seconds": config.dispatch_grace_seconds,
         },
@@ -145,6 +148,7 @@ def worker_environment(
             "backoff_base_seconds": config.backoff_base_seconds,
             "backoff_cap_seconds": config.backoff_cap_seconds,
             "release_margin_seconds": config.release_margin_seconds,
+            "step_concurrency": config.step_concurrency,
             "input_retention_hours": config.input_retention_hours,
             # Jobs the worker puts back to Pending get their sweep time from it, as new jobs do.
             "dispatch_grace_seconds": config.dispatch_grace_seconds,

@@ -159,6 +159,13 @@ class UsageDocument(ResponseModel):
     output_tokens: int
 
 
+class ProgressDocument(ResponseModel):
+    """How far a job is: steps whose output is checkpointed, of the steps its plan has."""
+
+    completed_steps: int
+    total_steps: int
+
+
 class StatusDocument(ResponseModel):
     """Where a job stands; every submit, status and cancel answer carries one."""
 
@@ -172,6 +179,7 @@ class StatusDocument(ResponseModel):
     crashes: int
     # Grows with every write of the job: of two documents of one job, the higher is the newer.
     revision: int
+    progress: ProgressDocument
     cancel_requested_at: Timestamp | None
     result_url: str | None
     error: ErrorDocument | None

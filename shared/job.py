@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.contract import ErrorDocument, Operation, StatusDocument, UsageDocument
+from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDocument, UsageDocument
 from shared.lifecycle import JobStatus, is_terminal
+from shared.planner import PlanParameters
 
 BlobLocation = Literal["item", "s3"]
 
@@ -58,6 +59,9 @@ class JobSummary(BaseModel):
     expires_at: datetime
     attempts: int = 0
     crashes: int = 0  # leases that expired on a claim that ran alone (DESIGN.md, crash isolation)
+    # Steps checkpointed and planned (DESIGN.md, "Long inputs"): 0/1 for a one-step job until it ends.
+    completed_steps: int = 0
+    total_steps: int = 1
     cancel_requested_at: datetime | None = None
     error: JobError | None = None
     usage: Usage | None = None
@@ -76,6 +80,7 @@ class JobSummary(BaseModel):
             attempts=self.attempts,
             crashes=self.crashes,
             revision=self.revision,
+            progress=ProgressDocument(completed_steps=self.completed_steps, total_steps=self.total_steps),
             cancel_requested_at=self.cancel_requested_at,
             result_url=f"/v1/jobs/{self.job_id}/result" if self.status is JobStatus.SUCCEEDED else None,
             error=ErrorDocument(code=self.error.code, message=self.error.message) if self.error else None,
@@ -109,6 +114,9 @@ class JobRecord(JobSummary):
     solo: bool = False
     # Runs only from the isolation queue, one job per invocation, since a batch it was in crashed.
     isolated: bool = False
+    # What the plan was made from at submit (shared.planner.PlanParameters): every worker plans the
+    # same steps from them, whatever a later deploy's defaults are.
+    plan: PlanParameters = PlanParameters()
 
     @property
     def owner_key(self) -> str:
@@ -154,6 +162,20 @@ class JobResult(BaseModel):
     usage: Usage | None = None
 
 
+class StepOutput(BaseModel):
+    """One step's checkpoint: its output and what the call cost, written once, before progress moves.
+
+    Every later claim adopts it: a step whose output was written is never sent to the model again.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    step_id: str
+    output: str
+    usage: Usage | None = None
+
+
 class IdempotencyRecord(BaseModel):
     """The unique claim on (tenant, owner, route, key) and what a replay needs to rebuild the job.
 
@@ -173,3 +195,4 @@ class IdempotencyRecord(BaseModel):
     prompt_version: str
     max_attempts: int
     job_expires_at: datetime
+    plan: PlanParameters = PlanParameters()

@@ -18,6 +18,7 @@ from shared.job import (
     JobRecord,
     JobResult,
     JobSummary,
+    StepOutput,
     Usage,
 )
 from shared.lifecycle import TERMINAL, JobStatus
@@ -80,7 +81,8 @@ class Transition:
     sweep_at: datetime | None = None
     cancel_requested_at: datetime | None = None
     error: JobError | None = None
-    usage: Usage | None = None
+    usage: Usage | None = None  # added to the job's usage (a call's tokens)
+    usage_total: Usage | None = None  # replaces it (a multi-step job sums its checkpoints)
     result_location: BlobLocation | None = None
 
     @property
@@ -165,6 +167,17 @@ class JobRepository(Protocol):
         """
         ...
 
+    def record_progress(
+        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+    ) -> JobRecord:
+        """The holder checkpointed steps: completedSteps and the job's usage (the checkpoints' sum)
+        are set, stalls go back to 0 (this claim made progress) and the lease is extended, like a
+        heartbeat; TransitionConflictError when the lease is lost. No index key changes.
+
+        The job comes back as written, so the holder sees a CancellationRequested at once.
+        """
+        ...
+
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
         """Move a Pending job's dispatchAt to now, only if nobody moved it since `job` was read."""
         ...
@@ -205,6 +218,22 @@ class PayloadStore(Protocol):
 
     def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
         """The result, or None when it is gone."""
+        ...
+
+
+class StepStore(Protocol):
+    """The checkpoints of a multi-step job: one item per step, beside the job."""
+
+    def put_step(self, step: StepOutput, expires_at: datetime) -> StepOutput:
+        """Store a step's output unless one is there; return the one stored (adopt it)."""
+        ...
+
+    def get_steps(self, job_id: str, now: datetime) -> dict[str, StepOutput]:
+        """Every live checkpoint of the job by step id, read strongly consistent (an expired one is gone)."""
+        ...
+
+    def set_steps_expiry(self, job_id: str, step_ids: list[str], at: datetime) -> None:
+        """Keep a long-lived job's checkpoints until `at` (they are written to live one retention)."""
         ...
 
 

@@ -26,6 +26,7 @@ TYPE_ATTRIBUTE = "type"
 JOB_ITEM_TYPE = "job"
 INPUT_ITEM_TYPE = "input"
 RESULT_ITEM_TYPE = "result"
+STEP_ITEM_TYPE = "step"  # a multi-step job's checkpoint (shared.adapters.step_checkpoints)
 # Every job write sets `w` (the kind of write, shared.ports.WriteKind) and adds 1 to `revision`:
 # the stream's consumers read both.
 WRITE_KIND_ATTRIBUTE = "w"

@@ -25,6 +25,7 @@ from shared.job import (
     JobRecord,
     JobResult,
     JobSummary,
+    StepOutput,
     Usage,
 )
 from shared.lifecycle import TERMINAL, JobStatus, check_transition
@@ -182,6 +183,24 @@ class InMemoryJobRepository:
         self.writes.append("heartbeat")
         return written
 
+    def record_progress(
+        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+    ) -> JobRecord:
+        """A heartbeat's condition; sets completedSteps and usage, stalls back to 0."""
+        current = self.jobs.get(job_id)
+        if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
+            raise TransitionConflictError(current)
+        changes: dict[str, Any] = {
+            "lease_expires_at": lease.expires_at,
+            "completed_steps": completed_steps,
+            "stalls": 0,
+        }
+        if usage is not None:
+            changes["usage"] = usage
+        written = self._written(current.model_copy(update=changes), "progress")
+        self.writes.append("record_progress")
+        return written
+
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
         """`status = Pending AND dispatchAt = :read`: at most one bump per read of the job."""
         current = self.jobs.get(job.job_id)
@@ -272,7 +291,9 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["cancel_requested_at"] = t.cancel_requested_at
     if t.error is not None:
         changes["error"] = t.error
-    if t.usage is not None:
+    if t.usage_total is not None:
+        changes["usage"] = t.usage_total
+    elif t.usage is not None:
         # Tokens add up over attempts (the adapter uses ADD).
         before = job.usage or Usage(input_tokens=0, output_tokens=0)
         changes["usage"] = Usage(
@@ -339,6 +360,40 @@ class InMemoryPayloadStore:
             if result is not None:
                 return location, result
         return None
+
+
+class InMemoryStepStore:
+    """StepStore in a dictionary, write-once like the adapter, expiry checked on read like it."""
+
+    def __init__(self) -> None:
+        self.steps: dict[tuple[str, str], StepOutput] = {}
+        self.expires_at: dict[tuple[str, str], datetime] = {}
+        self.writes: list[str] = []
+
+    def put_step(self, step: StepOutput, expires_at: datetime) -> StepOutput:
+        """`attribute_not_exists(pk)`: a second put hands back the first one."""
+        key = (step.job_id, step.step_id)
+        if key in self.steps:
+            return self.steps[key]
+        self.steps[key] = step
+        self.expires_at[key] = expires_at
+        self.writes.append("put_step")
+        return step
+
+    def get_steps(self, job_id: str, now: datetime) -> dict[str, StepOutput]:
+        """The job's live checkpoints (`ttl > now`), by step id."""
+        return {
+            step_id: step
+            for (owner, step_id), step in self.steps.items()
+            if owner == job_id and self.expires_at[(owner, step_id)] > now
+        }
+
+    def set_steps_expiry(self, job_id: str, step_ids: list[str], at: datetime) -> None:
+        """Moves the expiry of the checkpoints that exist."""
+        for step_id in step_ids:
+            if (job_id, step_id) in self.steps:
+                self.expires_at[(job_id, step_id)] = at
+                self.writes.append("set_steps_expiry")
 
 
 def job_record(

@@ -15,6 +15,7 @@ from shared.ids import new_job_id, new_sequence_id
 from shared.job import BlobLocation, Caller, IdempotencyRecord, JobInput, JobRecord
 from shared.lifecycle import JobStatus
 from shared.observability import bind_job, logger, metrics
+from shared.planner import plan_job
 from shared.prompts import template_for
 from shared.retention import input_expiry
 
@@ -62,6 +63,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         prompt_version=template_for(request.operation).version,
         max_attempts=settings.max_attempts,
         job_expires_at=now + timedelta(days=settings.job_retention_days),
+        plan=settings.plan,
     )
     existing = deps.repository.claim_idempotency_key(proposed, now)
     if existing is not None and existing.fingerprint != job_fingerprint:
@@ -84,7 +86,15 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         labels=tuple(request.options.labels) if request.options and request.options.labels else None,
     )
     location = _location_for(job_input)
-    job = _job_from_claim(claim, caller, request, location)
+    plan = plan_job(
+        job_input.text,
+        request.operation,
+        claim.plan,
+        prompt_version=claim.prompt_version,
+        labels=job_input.labels,
+        max_output_tokens=job_input.max_output_tokens,
+    )
+    job = _job_from_claim(claim, caller, request, location, plan.total_steps)
     # Steps 3-4, also when completing a crashed submit: same id, same content, both conditional.
     # Until the job ends and says otherwise, the input lives as long as it would after an end: if
     # no job item ever follows (a crash, no retry), it goes with its claim, not 30 days later.
@@ -147,9 +157,10 @@ def _location_for(job_input: JobInput) -> BlobLocation:
 
 
 def _job_from_claim(
-    claim: IdempotencyRecord, caller: Caller, request: SubmitRequest, location: BlobLocation
+    claim: IdempotencyRecord, caller: Caller, request: SubmitRequest, location: BlobLocation, total_steps: int
 ) -> JobRecord:
-    """The job item is a pure function of the claim and the request: a replay rebuilds it exactly."""
+    """The job item is a pure function of the claim and the request (its plan too): a replay
+    rebuilds it exactly."""
     return JobRecord(
         job_id=claim.job_id,
         tenant=caller.tenant,
@@ -165,5 +176,6 @@ def _job_from_claim(
         input_location=location,
         max_attempts=claim.max_attempts,
         dispatch_at=claim.created_at,
-        revision=1,
+        plan=claim.plan,
+        total_steps=total_steps,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from shared.planner import DEFAULT_CHUNK_TOKENS, DEFAULT_STEP_OUTPUT_TOKENS, PLAN_VERSION, PlanParameters
 from shared.settings import JobPolicySettings, StorageSettings
 
 
@@ -11,3 +12,16 @@ class SubmitSettings(StorageSettings, JobPolicySettings):
     """Where to write and the policy applied to new jobs."""
 
     submits_per_minute: int = Field(default=60, alias="SUBMITS_PER_MINUTE", ge=1, le=100_000)
+    # How long inputs are split into steps (shared.planner); stored on each job at submit.
+    plan_version: str = Field(default=PLAN_VERSION, alias="PLAN_VERSION", min_length=1)
+    chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, alias="CHUNK_TOKENS", ge=1)
+    step_output_tokens: int = Field(default=DEFAULT_STEP_OUTPUT_TOKENS, alias="STEP_OUTPUT_TOKENS", ge=1)
+
+    @property
+    def plan(self) -> PlanParameters:
+        """The plan parameters new jobs are planned (and forever after replanned) with."""
+        return PlanParameters(
+            plan_version=self.plan_version,
+            chunk_tokens=self.chunk_tokens,
+            step_output_tokens=self.step_output_tokens,
+        )

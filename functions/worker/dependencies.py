@@ -16,8 +16,9 @@ from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
 from shared.adapters.sqs_queue import SqsJobQueue
+from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.clock import Clock, SystemClock
-from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore
+from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore, StepStore
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -37,6 +38,7 @@ class WorkerDependencies:
     settings: WorkerSettings
     repository: JobRepository
     payloads: PayloadStore
+    steps: StepStore  # a multi-step job's checkpoints
     queues: Mapping[Lane, JobQueue]  # each with its own DLQ, for poison from that queue
     clock: Clock
     provider: Callable[[], ModelProvider]
@@ -71,6 +73,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         payloads=DynamoS3PayloadStore(
             dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
         ),
+        steps=DynamoStepStore(dynamodb, settings.jobs_table),
         queues=_queues(boto3.client("sqs"), settings),
         clock=SystemClock(),
         provider=provider,

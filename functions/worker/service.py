@@ -22,13 +22,16 @@ from typing import TypeVar
 
 from functions.worker.backoff import backoff_seconds
 from functions.worker.dependencies import WorkerDependencies
+from functions.worker.signals import CancelObserved, LeaseLost, ReleaseNeeded, RetryLater
+from functions.worker.steps import StepLoop, StepsStopped
 from shared.clock import truncate_to_millis
 from shared.errors import TerminalProviderError, TransientProviderError
-from shared.job import BlobLocation, JobError, JobRecord, JobResult, Usage
+from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
+from shared.planner import Step, StepPlan, final_output, plan_job
 from shared.ports import (
     Completion,
     CompletionRequest,
@@ -43,22 +46,7 @@ from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
 from shared.retention import input_expiry, input_needs_renewal
 
 T = TypeVar("T")
-
-
-class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not an error
-    """Leave the message on the queue: its visibility already says when it comes back."""
-
-
-class _LeaseLost(Exception):  # noqa: N818
-    """A heartbeat found someone else holding the job."""
-
-
-class _CancelObserved(Exception):  # noqa: N818
-    """A heartbeat found the job CancellationRequested."""
-
-
-class _ReleaseNeeded(Exception):  # noqa: N818
-    """The invocation is about to time out; hand the job back rather than lose it."""
+__all__ = ["JobWorker", "RetryLater"]
 
 
 @dataclass
@@ -68,7 +56,8 @@ class _Run:
     job: JobRecord
     lease: Lease
     lane: Lane
-    usage: Usage | None = None
+    usage: Usage | None = None  # added to the job's (a one-step job's call)
+    usage_total: Usage | None = None  # replaces it (a multi-step job: every checkpoint's tokens)
     # The model's answer once received, until it is stored as the job's result: an error before
     # the store is followed by one more try, so the next claim adopts it instead of paying again.
     unsaved: tuple[JobResult, BlobLocation] | None = None
@@ -168,7 +157,7 @@ class JobWorker:
             await self._run_claimed(run, receipt_handle)
         except RetryLater:
             raise
-        except _LeaseLost:
+        except LeaseLost:
             logger.warning("lease lost during the model call; writing nothing more")
         except Exception:  # noqa: BLE001 - whatever it is, the job must not stay Running
             # Not a provider's answer: storage, a secret, the provider client, a prompt, a bug.
@@ -196,6 +185,18 @@ class JobWorker:
         if job_input is None:
             await self._fail(run, "input_missing")
             return
+        # The same plan as at submit: the same text and the parameters stored on the job.
+        plan = plan_job(
+            job_input.text,
+            job.operation,
+            job.plan,
+            prompt_version=job.prompt_version,
+            labels=job_input.labels,
+            max_output_tokens=job_input.max_output_tokens,
+        )
+        if plan.total_steps > 1:
+            await self._run_steps(run, plan, receipt_handle)
+            return
         template = template_for_version(job.operation, job.prompt_version)
         request = CompletionRequest(
             model=job.model,
@@ -209,9 +210,9 @@ class JobWorker:
         except TerminalProviderError as error:
             run.usage = error.usage if isinstance(error.usage, Usage) else None
             await self._fail(run, error.job_code)
-        except _CancelObserved:
+        except CancelObserved:
             await self._cancel(run)
-        except _ReleaseNeeded:
+        except ReleaseNeeded:
             await self._release(run, receipt_handle)
         else:
             await self._succeed(run, completion, job_input.labels)
@@ -236,9 +237,88 @@ class JobWorker:
             return False
         location, adopted = found
         logger.info("result adopted from an earlier claim")
-        run.usage = adopted.usage
+        if run.job.total_steps > 1:
+            run.usage_total = adopted.usage  # a multi-step result carries every step's tokens
+        else:
+            run.usage = adopted.usage
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
         return True
+
+    async def _run_steps(self, run: _Run, plan: StepPlan, receipt_handle: str) -> None:
+        """A multi-step job: the steps no claim checkpointed yet (functions.worker.steps), then the
+        outcome: Succeeded with the final output, Failed on a terminal step, handed back otherwise."""
+        job = run.job
+        now = self._now()
+        checkpoints = await self._io(self._deps.steps.get_steps, job.job_id, now)
+        retention = self._settings.input_retention_hours
+        if checkpoints and input_needs_renewal(job, now, retention):
+            await self._io(
+                self._deps.steps.set_steps_expiry, job.job_id, list(checkpoints), input_expiry(now, retention)
+            )
+        provider = await self._io(self._deps.provider)
+        loop = asyncio.get_running_loop()
+        steps = StepLoop(
+            plan,
+            job.model,
+            checkpoints,
+            concurrency=self._settings.step_concurrency,
+            heartbeat_seconds=self._settings.heartbeat_seconds,
+            deadline=self._deadline,
+            start_call=lambda request: loop.run_in_executor(
+                self._deps.model_executor, provider.complete, request
+            ),
+            checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),
+            progress=lambda completed, usage: self._record_progress(run, completed, usage),
+            heartbeat=lambda: self._heartbeat(run),
+        )
+        logger.info("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
+        try:
+            stopped = await steps.run()
+        except CancelObserved:
+            run.usage_total = steps.usage
+            await self._cancel(run)
+            return
+        except ReleaseNeeded:
+            await self._release(run, receipt_handle)
+            return
+        run.usage_total = stopped.usage
+        if isinstance(stopped.error, TerminalProviderError):
+            await self._fail(run, stopped.error.job_code)
+        elif isinstance(stopped.error, TransientProviderError):
+            await self._retry_or_exhaust(run, receipt_handle, stopped.error.retry_after)
+        else:
+            await self._succeed_steps(run, plan, stopped)
+
+    async def _checkpoint_step(self, run: _Run, step: Step, completion: Completion) -> StepOutput:
+        """The step's output, written once before progress moves; an earlier claim's wins."""
+        output = StepOutput(
+            job_id=run.job.job_id, step_id=step.step_id, output=completion.text, usage=completion.usage
+        )
+        expires_at = input_expiry(self._now(), self._settings.input_retention_hours)
+        return await self._io(self._deps.steps.put_step, output, expires_at)
+
+    async def _record_progress(self, run: _Run, completed: int, usage: Usage | None) -> None:
+        lease = Lease(
+            token=run.lease.token, expires_at=self._now() + timedelta(seconds=self._settings.lease_seconds)
+        )
+        try:
+            run.job = await self._io(
+                self._deps.repository.record_progress, run.job.job_id, lease, completed, usage
+            )
+        except TransitionConflictError as conflict:
+            raise LeaseLost from conflict
+        run.last_heartbeat = time.monotonic()
+        if run.job.status is JobStatus.CANCELLATION_REQUESTED:
+            raise CancelObserved
+
+    async def _succeed_steps(self, run: _Run, plan: StepPlan, stopped: StepsStopped) -> None:
+        output = final_output(plan, stopped.outputs)
+        location: BlobLocation = "s3" if len(output.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
+        result = JobResult(job_id=run.job.job_id, output=output, usage=stopped.usage)
+        run.unsaved = (result, location)
+        await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
+        run.unsaved = None
+        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
 
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
@@ -260,7 +340,7 @@ class JobWorker:
             if time.monotonic() >= self._deadline:
                 # The blocked thread finishes on its own (bounded by the SDK timeout); its answer
                 # is simply never read.
-                raise _ReleaseNeeded
+                raise ReleaseNeeded
             await self._heartbeat(run)
 
     async def _heartbeat(self, run: _Run) -> None:
@@ -270,10 +350,10 @@ class JobWorker:
         try:
             run.job = await self._io(self._deps.repository.heartbeat, run.job.job_id, lease)
         except TransitionConflictError as conflict:
-            raise _LeaseLost from conflict
+            raise LeaseLost from conflict
         run.last_heartbeat = time.monotonic()
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
-            raise _CancelObserved
+            raise CancelObserved
 
     async def _succeed(self, run: _Run, completion: Completion, labels: tuple[str, ...] | None) -> None:
         output = _normalize_label(completion.text, labels)
@@ -326,6 +406,7 @@ class JobWorker:
             lease_token=run.lease.token,
             error=error,
             usage=run.usage,
+            usage_total=run.usage_total,
             result_location=result_location,
         )
         try:

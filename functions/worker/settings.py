@@ -27,3 +27,5 @@ class WorkerSettings(JobPolicySettings):
     backoff_base_seconds: float = Field(default=2, alias="BACKOFF_BASE_SECONDS", gt=0, le=300)
     backoff_cap_seconds: float = Field(default=300, alias="BACKOFF_CAP_SECONDS", gt=0, le=43_200)
     release_margin_seconds: float = Field(default=15, alias="RELEASE_MARGIN_SECONDS", ge=1, le=300)
+    # Steps of one multi-step job in flight at once (the invocation's model threads bound them all).
+    step_concurrency: int = Field(default=4, alias="STEP_CONCURRENCY", ge=1, le=32)

@@ -71,8 +71,9 @@ class Worker(Construct):
                 description="outlast worker: claim a job, call the model, record the outcome",
             ),
         )
-        # Claim, heartbeat and transitions (UpdateItem), the job and its input (GetItem), results (PutItem).
-        grants.grant_table(storage.jobs_table, self.function, ["GetItem", "PutItem", "UpdateItem"])
+        # Claim, heartbeat, progress and transitions (UpdateItem), the input (GetItem), results and step
+        # checkpoints (PutItem), a multi-step job's checkpoints (Query of its own partition).
+        grants.grant_table(storage.jobs_table, self.function, ["GetItem", "PutItem", "UpdateItem", "Query"])
         grants.grant_objects(storage.payload_bucket, self.function, ["GetObject"], [r.INPUT_PREFIX])
         grants.grant_objects(storage.payload_bucket, self.function, ["PutObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, self.function)

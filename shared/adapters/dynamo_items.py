@@ -15,6 +15,7 @@ from shared.clock import epoch_seconds, from_iso, to_iso
 from shared.contract import Operation
 from shared.job import IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
+from shared.planner import PlanParameters
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -99,6 +100,9 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         # Absent until they matter: every byte of the item is paid for again on each write.
         "stalls": job.stalls or None,
         "crashes": job.crashes or None,
+        "completedSteps": job.completed_steps or None,
+        "totalSteps": job.total_steps,
+        **plan_to_values(job.plan),
         "solo": True if job.solo else None,
         "isolated": True if job.isolated else None,
     }
@@ -133,6 +137,8 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "expires_at": from_iso(values["expiresAt"]),
         "attempts": values.get("attempts", 0),
         "crashes": values.get("crashes", 0),
+        "completed_steps": values.get("completedSteps", 0),
+        "total_steps": values.get("totalSteps", 1),
         "revision": values.get(r.REVISION_ATTRIBUTE, 0),
         "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
         "error": error,
@@ -159,6 +165,7 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         redrive_count=values.get("redriveCount", 0),
         result_location=values.get("resultLocation"),
         stalls=values.get("stalls", 0),
+        plan=plan_from_values(values),
         solo=bool(values.get("solo", False)),
         isolated=bool(values.get("isolated", False)),
     )
@@ -184,6 +191,7 @@ def idempotency_to_item(record: IdempotencyRecord) -> dict[str, Any]:
             "promptVersion": record.prompt_version,
             "maxAttempts": record.max_attempts,
             "jobExpiresAt": to_iso(record.job_expires_at),
+            **plan_to_values(record.plan),
         }
     )
 
@@ -202,4 +210,25 @@ def idempotency_from_item(item: Mapping[str, Any]) -> IdempotencyRecord:
         prompt_version=values["promptVersion"],
         max_attempts=values["maxAttempts"],
         job_expires_at=from_iso(values["jobExpiresAt"]),
+        plan=plan_from_values(values),
+    )
+
+
+def plan_to_values(plan: PlanParameters) -> dict[str, Any]:
+    """The plan parameters as item attributes (on the job and on its idempotency claim)."""
+    return {
+        "planVersion": plan.plan_version,
+        "chunkTokens": plan.chunk_tokens,
+        "stepOutputTokens": plan.step_output_tokens,
+    }
+
+
+def plan_from_values(values: Mapping[str, Any]) -> PlanParameters:
+    """The plan parameters an item was written with (the first plan version's defaults if none)."""
+    if "planVersion" not in values:
+        return PlanParameters()
+    return PlanParameters(
+        plan_version=values["planVersion"],
+        chunk_tokens=values["chunkTokens"],
+        step_output_tokens=values["stepOutputTokens"],
     )

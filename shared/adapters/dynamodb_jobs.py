@@ -22,7 +22,7 @@ from shared.adapters.dynamo_items import (
 from shared.adapters.update_builder import UpdateBuilder
 from shared.clock import epoch_seconds, to_iso
 from shared.cursor import ListPosition
-from shared.job import IdempotencyRecord, JobRecord, JobSummary
+from shared.job import IdempotencyRecord, JobRecord, JobSummary, Usage
 from shared.lifecycle import TERMINAL, JobStatus, check_transition
 from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError, WriteKind
 
@@ -220,14 +220,17 @@ class DynamoJobRepository:
 
     def heartbeat(self, job_id: str, lease: Lease) -> JobRecord:
         """Extend the lease while the holder still has it; the index keys are left alone."""
-        update = UpdateBuilder()
-        status = update.name("status")
-        running = update.value(JobStatus.RUNNING.value)
-        requested = update.value(JobStatus.CANCELLATION_REQUESTED.value)
-        update.require(f"{status} IN ({running}, {requested})")
-        update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
-        update.set("leaseExpiresAt", to_iso(lease.expires_at))
-        return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
+        return self._conditional_update(job_id, _held(lease), WriteKind.HEARTBEAT)
+
+    def record_progress(
+        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+    ) -> JobRecord:
+        """A heartbeat that also says how far the job is: no index key changes, so no index write."""
+        update = _held(lease)
+        update.set("completedSteps", completed_steps).set("stalls", 0)
+        if usage is not None:
+            update.set("inputTokens", usage.input_tokens).set("outputTokens", usage.output_tokens)
+        return self._conditional_update(job_id, update, WriteKind.PROGRESS)
 
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
         """Pending stays Pending; the compare on dispatchAt makes this the one re-send of the period."""
@@ -278,6 +281,19 @@ class DynamoJobRepository:
             old = _old_item(error)
             raise TransitionConflictError(job_from_item(old) if old else None) from None
         return job_from_item(response["Attributes"])
+
+
+def _held(lease: Lease) -> UpdateBuilder:
+    """An update of a job its holder still has (Running or CancellationRequested, this lease's
+    token) that moves the lease's expiry on."""
+    update = UpdateBuilder()
+    status = update.name("status")
+    running = update.value(JobStatus.RUNNING.value)
+    requested = update.value(JobStatus.CANCELLATION_REQUESTED.value)
+    update.require(f"{status} IN ({running}, {requested})")
+    update.require(f"{update.name('leaseToken')} = {update.value(lease.token)}")
+    update.set("leaseExpiresAt", to_iso(lease.expires_at))
+    return update
 
 
 def _transition_update(t: Transition) -> UpdateBuilder:
@@ -355,7 +371,9 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
         update.set("cancelRequestedAt", to_iso(t.cancel_requested_at))
     if t.error is not None:
         update.set("errorCode", t.error.code).set("errorMessage", t.error.message)
-    if t.usage is not None:
+    if t.usage_total is not None:
+        update.set("inputTokens", t.usage_total.input_tokens).set("outputTokens", t.usage_total.output_tokens)
+    elif t.usage is not None:
         # Tokens add up over attempts: a retried call costs again, and the job says so.
         update.add("inputTokens", t.usage.input_tokens).add("outputTokens", t.usage.output_tokens)
     if t.result_location is not None:

@@ -87,7 +87,7 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "relay_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
     },
     FunctionName.WORKER: {
-        "jobs": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "jobs": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
         "bucket": {"s3:GetObject", "s3:PutObject", "s3:ListBucket"},
         "queue": {
             "sqs:ReceiveMessage",
@@ -143,6 +143,9 @@ EXPECTED_ENVIRONMENT = {
         "IDEMPOTENCY_TTL_HOURS",
         "INPUT_RETENTION_HOURS",
         "DISPATCH_GRACE_SECONDS",
+        "PLAN_VERSION",
+        "CHUNK_TOKENS",
+        "STEP_OUTPUT_TOKENS",
     },
     FunctionName.STATUS: {
         r.ENV_JOBS_TABLE,
@@ -169,6 +172,7 @@ EXPECTED_ENVIRONMENT = {
         "BACKOFF_BASE_SECONDS",
         "BACKOFF_CAP_SECONDS",
         "RELEASE_MARGIN_SECONDS",
+        "STEP_CONCURRENCY",
         "INPUT_RETENTION_HOURS",
         "DEFAULT_MODEL",
         "ALLOWED_MODELS",

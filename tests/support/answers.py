@@ -28,6 +28,7 @@ STATUS_DOCUMENT_FIELDS = {
     "attempts",
     "crashes",
     "revision",
+    "progress",
     "cancelRequestedAt",
     "resultUrl",
     "error",

@@ -80,6 +80,7 @@ def test_a_fresh_job_on_the_wire() -> None:
         "attempts": 0,
         "crashes": 0,
         "revision": 1,
+        "progress": {"completedSteps": 0, "totalSteps": 1},
         "cancelRequestedAt": None,
         "resultUrl": None,
         "error": None,

@@ -22,7 +22,7 @@ from shared.errors import StorageUnavailableError
 from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease
-from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
 RECEIPT = "receipt-1"
@@ -76,6 +76,7 @@ class World:
         self.clock = FakeClock()
         self.repository = repository or InMemoryJobRepository()
         self.payloads = payloads or InMemoryPayloadStore()
+        self.steps = InMemoryStepStore()
         self.provider = provider or CountingProvider()
         self.queues = {Lane.SHARED: RecordingQueue(), Lane.ISOLATION: RecordingQueue()}
         self.settings = WorkerSettings.model_validate(
@@ -99,6 +100,7 @@ class World:
             settings=self.settings,
             repository=self.repository,
             payloads=self.payloads,
+            steps=self.steps,
             queues=self.queues,
             clock=self.clock,
             provider=self.build_provider,

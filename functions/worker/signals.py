@@ -1,0 +1,19 @@
+"""How a run of a job stops early: signals between the worker's parts, not errors for anyone else."""
+
+from __future__ import annotations
+
+
+class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not an error
+    """Leave the message on the queue: its visibility already says when it comes back."""
+
+
+class LeaseLost(Exception):  # noqa: N818
+    """A heartbeat (or a progress write) found someone else holding the job."""
+
+
+class CancelObserved(Exception):  # noqa: N818
+    """A heartbeat (or a progress write) found the job CancellationRequested."""
+
+
+class ReleaseNeeded(Exception):  # noqa: N818
+    """The invocation is about to time out; hand the job back rather than lose it."""

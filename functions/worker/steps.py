@@ -1,0 +1,151 @@
+"""A multi-step job's run inside one claim: the missing steps, a few at a time, under one lease.
+
+DESIGN.md, "Long inputs: jobs in checkpointed steps". The loop starts every step whose inputs
+are ready (at most `concurrency` at once; the worker's model thread pool bounds the whole
+invocation), checkpoints each answer as it comes (its `checkpoint` hook writes the step once,
+then `progress` moves the job's progress on, which also extends the lease), and heartbeats the
+lease when no answer came for a while. Steps already checkpointed by any earlier claim are
+adopted, never called again.
+
+It stops starting steps at the first provider failure, lets the steps in flight finish and
+checkpoint, and returns: the caller then fails the job (a terminal failure) or hands it back
+(a transient one). Near the invocation's deadline it raises ReleaseNeeded, and a heartbeat or
+progress write that finds a cancel or a lost lease raises CancelObserved or LeaseLost; answers
+still in flight then are abandoned (their threads end with the SDK's timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from functions.worker.signals import ReleaseNeeded
+from shared.errors import ProviderError, TerminalProviderError, TransientProviderError
+from shared.job import StepOutput, Usage
+from shared.planner import Step, StepPlan, ready_steps, step_messages
+from shared.ports import Completion, CompletionRequest
+
+StartCall = Callable[[CompletionRequest], "asyncio.Future[Completion]"]
+Checkpoint = Callable[[Step, Completion], Awaitable[StepOutput]]
+Progress = Callable[[int, Usage | None], Awaitable[None]]
+Heartbeat = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class StepsStopped:
+    """Where the loop ended: every step's output so far, their usage, and what stopped it (None:
+    every step is done)."""
+
+    outputs: Mapping[str, str]
+    usage: Usage | None
+    error: ProviderError | None
+
+
+def sum_usage(usages: list[Usage | None]) -> Usage | None:
+    """The tokens of every call that reported them (None when none did)."""
+    known = [usage for usage in usages if usage is not None]
+    if not known:
+        return None
+    return Usage(
+        input_tokens=sum(usage.input_tokens for usage in known),
+        output_tokens=sum(usage.output_tokens for usage in known),
+    )
+
+
+class StepLoop:
+    """One claim's pass over a plan; `run` returns once no step is running and none may start."""
+
+    def __init__(
+        self,
+        plan: StepPlan,
+        model: str,
+        checkpoints: Mapping[str, StepOutput],
+        *,
+        concurrency: int,
+        heartbeat_seconds: float,
+        deadline: float,
+        start_call: StartCall,
+        checkpoint: Checkpoint,
+        progress: Progress,
+        heartbeat: Heartbeat,
+    ) -> None:
+        planned = {step.step_id for step in plan.steps}
+        self._plan = plan
+        self._model = model
+        self._done: dict[str, StepOutput] = {
+            step_id: output for step_id, output in checkpoints.items() if step_id in planned
+        }
+        self._concurrency = concurrency
+        self._heartbeat_seconds = heartbeat_seconds
+        self._deadline = deadline
+        self._start_call = start_call
+        self._checkpoint = checkpoint
+        self._progress = progress
+        self._heartbeat = heartbeat
+        self._in_flight: dict[asyncio.Future[Completion], Step] = {}
+        self._failed_usage: Usage | None = None
+        self._error: ProviderError | None = None
+        self._last_beat = time.monotonic()
+
+    @property
+    def completed(self) -> int:
+        """Steps with a checkpoint, adopted or written by this claim."""
+        return len(self._done)
+
+    @property
+    def usage(self) -> Usage | None:
+        """Every checkpoint's usage, and a failed call's if one reported any."""
+        return sum_usage([output.usage for output in self._done.values()] + [self._failed_usage])
+
+    async def run(self) -> StepsStopped:
+        """Run the missing steps; see the module docstring for how it ends."""
+        while True:
+            if self._error is None:
+                self._start_ready()
+            if not self._in_flight:
+                break
+            budget = self._deadline - time.monotonic()
+            wait = max(0.0, min(self._heartbeat_seconds, budget))
+            done, _ = await asyncio.wait(self._in_flight, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                await self._finished(self._in_flight.pop(future), future)
+            if not done and time.monotonic() >= self._deadline:
+                raise ReleaseNeeded
+            if time.monotonic() - self._last_beat >= self._heartbeat_seconds:
+                await self._heartbeat()
+                self._last_beat = time.monotonic()
+        outputs = {step_id: output.output for step_id, output in self._done.items()}
+        return StepsStopped(outputs=outputs, usage=self.usage, error=self._error)
+
+    def _start_ready(self) -> None:
+        running = set(self._in_flight.values())
+        for step in ready_steps(self._plan, self._done):
+            if len(self._in_flight) >= self._concurrency:
+                return
+            if step in running:
+                continue
+            children = [self._done[child].output for child in step.inputs]
+            request = CompletionRequest(
+                model=self._model,
+                messages=step_messages(self._plan, step, children),
+                max_output_tokens=step.max_tokens,
+            )
+            self._in_flight[self._start_call(request)] = step
+
+    async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
+        error = future.exception()
+        if error is None:
+            self._done[step.step_id] = await self._checkpoint(step, future.result())
+            await self._progress(self.completed, self.usage)
+            self._last_beat = time.monotonic()  # a progress write extends the lease too
+        elif isinstance(error, TerminalProviderError):
+            # A terminal answer wins over a transient one: retrying cannot help the job.
+            self._error = error
+            self._failed_usage = error.usage if isinstance(error.usage, Usage) else None
+        elif isinstance(error, TransientProviderError):
+            if not isinstance(self._error, TerminalProviderError):
+                self._error = self._error or error
+        else:
+            raise error  # not the provider's answer: the worker hands the job back

@@ -453,6 +453,7 @@ class Verifier:
             Fault.CONCURRENT_SUBMITS: lambda s: s.run.submit_calls > 1,
             Fault.LONG_INPUT: lambda s: s.total_steps > 1,  # planned in steps, as meant
         }
+
         def canceled(s: Observed) -> bool:
             return s.run.cancel_answer is not None
 

@@ -128,7 +128,8 @@ class JobWorker:
         except TransitionConflictError as refused:
             await self._refused(refused.current, message, body=body, receipt_handle=receipt_handle, lane=lane)
             return None
-        logger.info("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
+        # DEBUG: the one INFO line of a job's run is "job finished" (every line is billed).
+        logger.debug("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
         return _Run(job=claimed, lease=lease, lane=lane)
 
     async def _refused(
@@ -272,7 +273,7 @@ class JobWorker:
             progress=lambda completed, usage: self._record_progress(run, completed, usage),
             heartbeat=lambda: self._heartbeat(run),
         )
-        logger.info("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
+        logger.debug("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
         try:
             stopped = await steps.run()
         except CancelObserved:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Literal
 
@@ -11,7 +12,8 @@ from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDo
 from shared.lifecycle import JobStatus, is_terminal
 from shared.planner import PlanParameters
 
-BlobLocation = Literal["item", "s3"]
+# Where an input or a result is: inside the job item (small ones), an item beside it, or S3.
+BlobLocation = Literal["job", "item", "s3"]
 
 
 class JobError(BaseModel):
@@ -117,6 +119,21 @@ class JobRecord(JobSummary):
     # What the plan was made from at submit (shared.planner.PlanParameters): every worker plans the
     # same steps from them, whatever a later deploy's defaults are.
     plan: PlanParameters = PlanParameters()
+    # A small input (until the job ends) or result, as JSON, when its location is "job".
+    input_body: str | None = None
+    result_body: str | None = None
+
+    def inline_input(self) -> JobInput | None:
+        """The input this job item carries itself, if it does."""
+        if self.input_body is None:
+            return None
+        return JobInput.model_validate({**json.loads(self.input_body), "job_id": self.job_id})
+
+    def inline_result(self) -> JobResult | None:
+        """The result this job item carries itself, if it does."""
+        if self.result_body is None:
+            return None
+        return JobResult.model_validate({**json.loads(self.result_body), "job_id": self.job_id})
 
     @property
     def owner_key(self) -> str:
@@ -147,6 +164,10 @@ class JobInput(BaseModel):
     max_output_tokens: int | None = None
     labels: tuple[str, ...] | None = None
 
+    def body(self) -> str:
+        """The JSON a job item carries inline: no job id (the item's key says it), no empty options."""
+        return self.model_dump_json(exclude={"job_id"}, exclude_none=True)
+
 
 class JobResult(BaseModel):
     """What the model produced for a job, with what producing it cost: written once, never apart.
@@ -160,6 +181,10 @@ class JobResult(BaseModel):
     job_id: str
     output: str
     usage: Usage | None = None
+
+    def body(self) -> str:
+        """The JSON a job item carries inline: no job id (the item's key says it)."""
+        return self.model_dump_json(exclude={"job_id"}, exclude_none=True)
 
 
 class StepOutput(BaseModel):

@@ -84,6 +84,8 @@ class Transition:
     usage: Usage | None = None  # added to the job's usage (a call's tokens)
     usage_total: Usage | None = None  # replaces it (a multi-step job sums its checkpoints)
     result_location: BlobLocation | None = None
+    result_body: str | None = None  # a small result written into the job item (location "job")
+    input_location: BlobLocation | None = None  # where the input is from now on (moved out of the item)
 
     @property
     def kind(self) -> WriteKind:
@@ -133,6 +135,13 @@ class JobRepository(Protocol):
     def release_idempotency_claim(self, record: IdempotencyRecord) -> None:
         """Delete a claim this submit wrote, only while it still names this job: a submit refused
         after its claim (rate, budget) leaves nothing behind, so the client's retry starts fresh."""
+        ...
+
+    def fits_in_job_item(
+        self, job: JobRecord, *, input_body: str | None = None, result_body: str | None = None
+    ) -> bool:
+        """True when this payload can ride in the job item and keep every write of it within one
+        write unit (a pure size check, no request)."""
         ...
 
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:

@@ -85,7 +85,6 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         max_output_tokens=request.options.max_output_tokens if request.options else None,
         labels=tuple(request.options.labels) if request.options and request.options.labels else None,
     )
-    location = _location_for(job_input)
     plan = plan_job(
         job_input.text,
         request.operation,
@@ -94,12 +93,19 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         labels=job_input.labels,
         max_output_tokens=job_input.max_output_tokens,
     )
-    job = _job_from_claim(claim, caller, request, location, plan.total_steps)
-    # Steps 3-4, also when completing a crashed submit: same id, same content, both conditional.
-    # Until the job ends and says otherwise, the input lives as long as it would after an end: if
-    # no job item ever follows (a crash, no retry), it goes with its claim, not 30 days later.
-    input_expires_at = input_expiry(claim.created_at, settings.input_retention_hours)
-    deps.payloads.put_input(job_input, location, expires_at=input_expires_at)
+    job = _job_from_claim(claim, caller, request, "item", plan.total_steps)
+    if deps.repository.fits_in_job_item(job, input_body=job_input.body()):
+        # A small input rides in the job item: one write fewer now and at the end (DESIGN.md,
+        # "Cost discipline"), and the claim hands it to the worker with no read of its own.
+        job = job.model_copy(update={"input_location": "job", "input_body": job_input.body()})
+    else:
+        job = job.model_copy(update={"input_location": _location_for(job_input)})
+        # Steps 3-4, also when completing a crashed submit: same id, same content, both
+        # conditional. Until the job ends and says otherwise, the input lives as long as it would
+        # after an end: if no job item ever follows (a crash, no retry), it goes with its claim.
+        input_expires_at = input_expiry(claim.created_at, settings.input_retention_hours)
+        deps.payloads.put_input(job_input, job.input_location, expires_at=input_expires_at)
+    location = job.input_location
     sweep_at = job.dispatch_at + timedelta(seconds=settings.sweep_look_seconds)
     if deps.repository.create_job(job, sweep_at):
         logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})

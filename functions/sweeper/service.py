@@ -27,7 +27,7 @@ from shared.leases import ExpiredLeaseOutcome, expired_lease_outcome
 from shared.lifecycle import TERMINAL, JobStatus
 from shared.observability import current_trace_id, logger, metrics
 from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
-from shared.retention import input_expiry, input_needs_renewal
+from shared.retention import end_input, input_expiry, input_needs_renewal
 
 RETRIES_EXHAUSTED = job_error("retries_exhausted")
 
@@ -190,10 +190,11 @@ def _write(
     sweep_at: datetime | None = None,
     outcome: ExpiredLeaseOutcome | None = None,
 ) -> JobRecord:
-    if target in TERMINAL:
-        deps.payloads.set_input_expiry(
-            job.job_id, job.input_location, input_expiry(now, deps.settings.input_retention_hours)
-        )
+    moved = (
+        end_input(deps.payloads, job, target, now, deps.settings.input_retention_hours)
+        if target in TERMINAL
+        else None
+    )
     written = deps.repository.transition(
         Transition(
             job_id=job.job_id,
@@ -210,6 +211,7 @@ def _write(
             error=error,
             dispatch_at=dispatch_at,
             sweep_at=sweep_at,
+            input_location=moved,
         )
     )
     logger.info(

@@ -24,6 +24,7 @@ from outlast.client import TERMINAL_STATUSES, ApiError, StatusDocument, Transpor
 from outlast.commands.local import local_client
 from outlast.local.model_server import messages_hash
 from shared import resources as r
+from shared.adapters.dynamo_items import job_id_of
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.contract import Operation
@@ -274,14 +275,14 @@ class Verifier:
         pages = dynamodb.get_paginator("scan").paginate(
             TableName=self.driver.target.table("StorageJobsTable"),
             FilterExpression="#type = :job",
-            ProjectionExpression="jobId, ownerKey, #status",
+            ProjectionExpression="pk, ownerKey, #status",
             ExpressionAttributeNames={"#type": r.TYPE_ATTRIBUTE, "#status": "status"},
             ExpressionAttributeValues={":job": {"S": r.JOB_ITEM_TYPE}},
         )
         for page in pages:
             for item in page.get("Items", []):
                 if item.get("ownerKey", {}).get("S") in wanted:
-                    found[item["jobId"]["S"]] = item["status"]["S"]
+                    found[job_id_of(item)] = item["status"]["S"]
         return found
 
     def _claims(self) -> dict[int, str]:

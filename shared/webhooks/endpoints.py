@@ -177,7 +177,7 @@ class DeliveryMessage:
                 event_time=from_iso(_text(raw, "eventTime")),
                 body=_text(raw, "body"),
             )
-        except (ValueError, TypeError, AttributeError, RecursionError) as error:
+        except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as error:
             raise UnreadableDeliveryError("not a webhook delivery message") from error
         if not is_endpoint_id(message.endpoint_id):
             raise UnreadableDeliveryError("not a webhook delivery message")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import email.utils
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from shared.clock import Clock
@@ -111,7 +111,7 @@ def retry_after_seconds(header: str | None, now: datetime) -> int | None:
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        return None
+        when = when.replace(tzinfo=UTC)  # an HTTP date is GMT, whether or not it says so
     return max(0, math.ceil((when - now).total_seconds()))
 
 

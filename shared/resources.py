@@ -95,3 +95,6 @@ WEBHOOKS_TENANT_INDEX_PROJECTION = (
     "createdAt",
     "previousUntil",
 )
+# The sender's metrics (service `webhook_sender`): the failure-rate alarm divides the second by the first.
+WEBHOOK_ATTEMPTS_METRIC = "WebhookAttempts"
+WEBHOOK_FAILURES_METRIC = "WebhookAttemptFailures"

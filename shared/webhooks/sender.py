@@ -48,6 +48,8 @@ MAX_ATTEMPTS = len(RETRY_SCHEDULE_SECONDS) + 1
 # SQS refuses a visibility above 12 h, counted from the receive: the sender's own run (at most
 # its timeout) is taken off, so the change is never refused.
 SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
+# The sender's Lambda timeout (infra.constructs.webhooks): ten 10 s attempts run at once in it.
+SENDER_TIMEOUT_SECONDS = 60
 TOO_MANY_REQUESTS = 429
 GONE = 410
 
@@ -75,7 +77,7 @@ class RetryPolicy:
 
     scale: float = 1.0
     # The sender's timeout: the longest time between a receive and the visibility change.
-    run_seconds: int = 60
+    run_seconds: int = SENDER_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
         if not 0 < self.scale <= 1:

@@ -70,11 +70,11 @@ def observe(report: SendReport) -> None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Attempt every message of the batch at once; report the ones to retry."""
-    sender = build_dependencies(WebhookSenderSettings.from_environ()).sender
+    batch = build_dependencies(WebhookSenderSettings.from_environ()).sender.batch()
 
     async def record_handler(record: SQSRecord) -> None:
         receive_count = int(record.attributes.approximate_receive_count or 1)
-        report = await asyncio.to_thread(sender.send, record.body, record.receipt_handle, receive_count)
+        report = await asyncio.to_thread(batch.send, record.body, record.receipt_handle, receive_count)
         observe(report)
         if report.retry:
             raise RetryLater(record.message_id)

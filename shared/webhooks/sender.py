@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import email.utils
 import math
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -68,6 +69,7 @@ class Dropped(StrEnum):
     DISABLED = "disabled"  # disabled (a 410, or an operator)
     NOT_SUBSCRIBED = "not_subscribed"
     ALREADY_DELIVERED = "already_delivered"  # a duplicate of a message that got its 2xx
+    DUPLICATE_IN_BATCH = "duplicate_in_batch"  # a second copy in one invocation: the first goes on
     UNREADABLE = "unreadable"  # not a delivery message: parked on the DLQ
 
 
@@ -164,6 +166,10 @@ class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, no
 class WebhookSender:
     """One attempt per received message, with the endpoint store, the poster and the queue as ports."""
 
+    def batch(self) -> SenderBatch:
+        """A view for one invocation's batch (see SenderBatch)."""
+        return SenderBatch(self)
+
     def __init__(
         self,
         store: EndpointStore,
@@ -253,3 +259,28 @@ class WebhookSender:
             self._queue.change_visibility(receipt_handle, decision.delay_seconds)
         elif decision.outcome is DeliveryState.DEAD:
             self._queue.dead_letter(body, DeadLetterReason.ATTEMPTS_EXHAUSTED)
+
+
+class SenderBatch:
+    """One invocation's messages, attempted at once: a second copy of a delivery in the same batch
+    (duplicate stream records enqueue twice, and both copies often arrive together) is dropped
+    before its attempt, so the two never race each other to the receiver. The first copy carries
+    on, retries included; copies in different batches meet the delivered record instead."""
+
+    def __init__(self, sender: WebhookSender) -> None:
+        self._sender = sender
+        self._seen: set[tuple[str, str, str]] = set()
+        self._lock = threading.Lock()
+
+    def send(self, body: str, receipt_handle: str, receive_count: int) -> SendReport:
+        """WebhookSender.send, once per delivery in this batch."""
+        try:
+            message = DeliveryMessage.decode(body)
+        except UnreadableDeliveryError:
+            return self._sender.send(body, receipt_handle, receive_count)
+        key = (message.endpoint_id, message.webhook_id, message.event_time.isoformat())
+        with self._lock:
+            if key in self._seen:
+                return SendReport(None, dropped=Dropped.DUPLICATE_IN_BATCH, message=message)
+            self._seen.add(key)
+        return self._sender.send(body, receipt_handle, receive_count)

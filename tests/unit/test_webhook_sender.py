@@ -357,3 +357,17 @@ def test_decide_and_retry_after_in_isolation() -> None:
     assert retry_after_seconds("Sun, 17 Mar 2030 17:47:00", NOW) == 20  # no zone: read as GMT
     assert retry_after_seconds("-5", NOW) is None
     assert retry_after_seconds("١٢", NOW) is None  # not ASCII digits
+
+
+def test_a_second_copy_in_one_batch_is_dropped_before_it_races_the_first() -> None:
+    rig = Rig([answer(500)])
+    batch = rig.sender.batch()
+
+    first = batch.send(rig.message.encode(), "r1", 1)
+    second = batch.send(rig.message.encode(), "r2", 1)
+    again = rig.sender.batch().send(rig.message.encode(), "r3", 2)  # the next invocation
+
+    assert first.retry
+    assert second.dropped is Dropped.DUPLICATE_IN_BATCH
+    assert again.retry
+    assert len(rig.poster.requests) == 2

@@ -14,7 +14,15 @@ import time
 from collections import Counter
 from typing import Any
 
-from outlast.commands.dlq import EXIT_ATTENTION, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, guarded, now
+from outlast.commands.dlq import (
+    EXIT_ATTENTION,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    UsageError,
+    guarded,
+    now,
+)
 from outlast.operator import webhooks as w
 from outlast.operator.dispatch import Result
 from outlast.operator.dlq import DEFAULT_HOLD_SECONDS, DEFAULT_MAX_MESSAGES, held_messages
@@ -177,8 +185,7 @@ def _endpoint_document(endpoint: Endpoint) -> dict[str, Any]:
 
 def _checked_id(text: str) -> str:
     if not is_endpoint_id(text):
-        print(f"outlast: {text!r} is not an endpoint id (ep_ and 16 hex digits)", file=sys.stderr)
-        raise SystemExit(EXIT_ERROR)
+        raise UsageError(f"{text!r} is not an endpoint id (ep_ and 16 hex digits)")
     return text
 
 
@@ -366,8 +373,7 @@ def _selection(arguments: argparse.Namespace) -> w.Selection:
         webhook_ids=frozenset(arguments.webhook_id),
     )
     if selection.empty:
-        print("outlast: say which messages: --all, --endpoint ID or --webhook-id ID", file=sys.stderr)
-        raise SystemExit(EXIT_ERROR)
+        raise UsageError("say which messages: --all, --endpoint ID or --webhook-id ID")
     return selection
 
 

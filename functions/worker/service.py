@@ -120,7 +120,8 @@ class JobWorker:
             # A shared-queue message of a job that crashed a batch is stale: it runs alone now.
             require_not_isolated=lane is Lane.SHARED,
             require_due=True,
-            sweep_at=lease.expires_at,
+            # No sweep index write: the entry the submit wrote brings the sweeper round within
+            # sweepLookSeconds, and it defers a live lease (DESIGN.md, "Cost discipline").
         )
         try:
             claimed = await self._io(self._deps.repository.transition, claim)
@@ -456,7 +457,6 @@ class JobWorker:
             now=now,
             lease_token=run.lease.token,
             dispatch_at=dispatch_at,
-            sweep_at=dispatch_at + timedelta(seconds=self._settings.dispatch_grace_seconds),
         )
         try:
             run.job = await self._io(self._deps.repository.transition, transition)

@@ -18,6 +18,7 @@ FAST_CONTEXT = {
     "leaseSeconds": "5",
     "heartbeatSeconds": "1",
     "dispatchGraceSeconds": "6",
+    "sweepLookSeconds": "2",
     "releaseMarginSeconds": "5",
 }
 SCHEDULE_SECONDS = 2

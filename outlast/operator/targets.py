@@ -200,9 +200,9 @@ def local_target(port: int) -> Target:
         isolation_queue_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_QUEUE),
         isolation_dlq_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_DLQ),
         payload_bucket=_by_logical_id(state["buckets"], STORAGE + PAYLOAD_BUCKET),
-        webhooks_table=_by_logical_id(state["tables"], WEBHOOKS + WEBHOOKS_TABLE),
-        webhooks_queue_url=_by_logical_id(state["queues"], WEBHOOKS + WEBHOOKS_QUEUE),
-        webhooks_dlq_url=_by_logical_id(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
+        webhooks_table=_optional(state["tables"], WEBHOOKS + WEBHOOKS_TABLE),
+        webhooks_queue_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_QUEUE),
+        webhooks_dlq_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
     )
     return Target(
         f"local stack on port {port}", resources, lambda service: local_client(service, state), 0, local=True
@@ -215,6 +215,11 @@ def _by_logical_id(names: Mapping[str, str], prefix: str) -> str:
     if len(found) != 1:
         raise TargetError(f"the local stack's state has no single resource named {prefix}*")
     return found[0]
+
+
+def _optional(names: Mapping[str, str], prefix: str) -> str | None:
+    # A stack without webhooks serves every other command; the webhooks commands say what is missing.
+    return _by_logical_id(names, prefix) if any(lid.startswith(prefix) for lid in names) else None
 
 
 def stack_target(stack_name: str, *, region: str | None, profile: str | None) -> Target:

@@ -143,6 +143,12 @@ class StageConfig(BaseModel):
     )
     step_concurrency: int = Field(default=4, alias="stepConcurrency", ge=1, le=32)
 
+    # Webhooks (DESIGN.md, "Webhooks for backends"): the retry schedule's scale (1 = 5 s ... 10 h;
+    # local tests shrink it) and the failure-rate alarm.
+    webhook_retry_scale: float = Field(default=1.0, alias="webhookRetryScale", gt=0, le=1)
+    webhook_failure_alarm_percent: float = Field(default=50, alias="webhookFailureAlarmPercent", gt=0, le=100)
+    webhook_failure_alarm_min_attempts: int = Field(default=20, alias="webhookFailureAlarmMinAttempts", ge=1)
+
     # The sweeper.
     sweep_schedule: str = Field(
         default="rate(1 minute)", alias="sweepSchedule", pattern=r"^(rate|cron)\(.+\)$"

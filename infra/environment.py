@@ -15,6 +15,7 @@ from functions.status.settings import StatusSettings
 from functions.submit.settings import SubmitSettings
 from functions.sweeper.settings import SweeperSettings
 from functions.tickets.settings import TicketsSettings
+from functions.webhook_sender.settings import WebhookSenderSettings
 from functions.worker.settings import WorkerSettings
 from functions.ws_authorizer.settings import AuthorizerSettings
 from functions.ws_connections.settings import ConnectionsSettings
@@ -198,9 +199,34 @@ def ws_connections_environment(*, connections_table: str, connections_endpoint: 
     )
 
 
-def notifier_environment(*, connections_table: str, connections_endpoint: str) -> dict[str, str]:
-    """The notifier: the connection store and the stage's management endpoint (its callback URL)."""
+def notifier_environment(
+    *, connections_table: str, connections_endpoint: str, webhooks_table: str, webhooks_queue_url: str
+) -> dict[str, str]:
+    """The notifier: the connection store, the stage's management endpoint (its callback URL), and
+    where webhook endpoints are read and their deliveries enqueued."""
     return settings_environment(
         NotifierSettings,
-        {"connections_table": connections_table, "connections_endpoint": connections_endpoint},
+        {
+            "connections_table": connections_table,
+            "connections_endpoint": connections_endpoint,
+            "webhooks_table": webhooks_table,
+            "webhooks_queue_url": webhooks_queue_url,
+        },
+    )
+
+
+def webhook_sender_environment(
+    config: StageConfig, *, webhooks_table: str, webhooks_queue_url: str, webhooks_dlq_url: str
+) -> dict[str, str]:
+    """The webhook sender: the store, the queue and its DLQ, the schedule's scale, and the egress
+    flag, always false here: only local mode turns it on (outlast.local.stack)."""
+    return settings_environment(
+        WebhookSenderSettings,
+        {
+            "webhooks_table": webhooks_table,
+            "webhooks_queue_url": webhooks_queue_url,
+            "webhooks_dlq_url": webhooks_dlq_url,
+            "retry_scale": config.webhook_retry_scale,
+            "local_egress": False,
+        },
     )

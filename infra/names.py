@@ -22,6 +22,7 @@ WORKER = "Worker"
 SWEEPER = "Sweeper"
 API = "Api"
 REALTIME = "Realtime"
+WEBHOOKS = "Webhooks"
 MONITORING = "Monitoring"
 PACKAGING = "Packaging"
 
@@ -44,6 +45,9 @@ WEBSOCKET_API = "WebSocketApi"
 WEBSOCKET_STAGE = "Stage"
 TICKET_AUTHORIZER = "TicketAuthorizer"
 NOTIFIER_FAILURE_QUEUE = "NotifierFailures"
+WEBHOOKS_TABLE = "WebhooksTable"
+WEBHOOKS_QUEUE = "WebhooksQueue"
+WEBHOOKS_DLQ = "WebhooksDlq"
 # The WebSocket stage: wss://<api id>.execute-api.<region>.amazonaws.com/live
 WEBSOCKET_STAGE_NAME = "live"
 # The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
@@ -76,6 +80,7 @@ class FunctionName(StrEnum):
     WS_CONNECTIONS = "ws_connections"
     WS_MESSAGES = "ws_messages"
     NOTIFIER = "notifier"
+    WEBHOOK_SENDER = "webhook_sender"
 
     @property
     def construct_id(self) -> str:
@@ -140,6 +145,9 @@ class Output(StrEnum):
     PAYLOAD_BUCKET_NAME = "PayloadBucketName"
     OPENAI_SECRET_ARN = "OpenAiSecretArn"  # noqa: S105 - an output key, not a secret
     CONNECTIONS_TABLE_NAME = "ConnectionsTableName"
+    WEBHOOKS_TABLE_NAME = "WebhooksTableName"
+    WEBHOOKS_QUEUE_URL = "WebhooksQueueUrl"
+    WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
 
 
 class Runbook(StrEnum):
@@ -155,6 +163,8 @@ class Runbook(StrEnum):
     RELAY_FAILURES = "relay-failures"
     NOTIFIER_ITERATOR_AGE = "notifier-iterator-age"
     NOTIFIER_FAILURES = "notifier-failures"
+    WEBHOOKS_DLQ_NOT_EMPTY = "webhooks-dlq-not-empty"
+    WEBHOOK_FAILURE_RATE = "webhook-failure-rate"
 
     @property
     def link(self) -> str:

@@ -15,6 +15,7 @@ from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
 from infra.constructs.storage import Storage
 from infra.constructs.sweeper import Sweeper
+from infra.constructs.webhooks import Webhooks
 from infra.constructs.worker import Worker
 from infra.function_factory import FunctionFactory
 from infra.names import (
@@ -26,6 +27,7 @@ from infra.names import (
     REALTIME,
     STORAGE,
     SWEEPER,
+    WEBHOOKS,
     WORKER,
     FunctionName,
     Output,
@@ -37,7 +39,7 @@ PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not depl
 
 
 class OutlastStack(Stack):
-    """Auth, storage, outbox, worker, sweeper, live updates, API and monitoring; nothing else lives here."""
+    """Auth, storage, outbox, worker, sweeper, webhooks, live updates, API, monitoring; nothing else."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
@@ -51,7 +53,10 @@ class OutlastStack(Stack):
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
         sweeper = Sweeper(self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox)
-        realtime = Realtime(self, REALTIME, config=config, factory=factory, storage=storage)
+        webhooks = Webhooks(self, WEBHOOKS, config=config, factory=factory)
+        realtime = Realtime(
+            self, REALTIME, config=config, factory=factory, storage=storage, webhooks=webhooks
+        )
         api = Api(
             self,
             API,
@@ -67,9 +72,17 @@ class OutlastStack(Stack):
             FunctionName.WORKER: worker.function,
             FunctionName.SWEEPER: sweeper.function,
             **realtime.functions,
+            FunctionName.WEBHOOK_SENDER: webhooks.sender,
         }
         Monitoring(
-            self, MONITORING, config=config, api=api, outbox=outbox, realtime=realtime, functions=functions
+            self,
+            MONITORING,
+            config=config,
+            api=api,
+            outbox=outbox,
+            realtime=realtime,
+            webhooks=webhooks,
+            functions=functions,
         )
 
         outputs = {
@@ -108,6 +121,15 @@ class OutlastStack(Stack):
             Output.CONNECTIONS_TABLE_NAME: (
                 realtime.connections_table.table_name,
                 "Live-update tickets (hashed) and open WebSocket connections",
+            ),
+            Output.WEBHOOKS_TABLE_NAME: (
+                webhooks.table.table_name,
+                "Webhook endpoints (with their signing secrets) and delivery records: `outlast webhooks`",
+            ),
+            Output.WEBHOOKS_QUEUE_URL: (webhooks.queue.queue_url, "Webhooks queue (the sender's trigger)"),
+            Output.WEBHOOKS_DLQ_URL: (
+                webhooks.dead_letter_queue.queue_url,
+                "Webhooks DLQ: `outlast webhooks deliveries`, `webhooks redrive`",
             ),
             Output.OPENAI_SECRET_ARN: (
                 worker.openai_secret.secret_arn,

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from outlast.commands import dlq, jobs, local, operator_jobs
+from outlast.commands import dlq, jobs, local, operator_jobs, webhooks
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.register(commands)
     dlq.register(commands)
     operator_jobs.register(commands)
+    webhooks.register(commands)
     local.register(commands)
     return parser
 

@@ -9,7 +9,10 @@ from shared.settings import EnvSettings
 
 
 class NotifierSettings(EnvSettings):
-    """Where connections are kept, and the stage's management endpoint (its callback URL)."""
+    """Where connections are kept, the stage's management endpoint (its callback URL), and where
+    webhook endpoints are read (the tenant index) and their deliveries enqueued."""
 
     connections_table: str = Field(alias=r.ENV_CONNECTIONS_TABLE, min_length=1)
     connections_endpoint: str = Field(alias=r.ENV_CONNECTIONS_ENDPOINT, min_length=1)
+    webhooks_table: str = Field(alias=r.ENV_WEBHOOKS_TABLE, min_length=1)
+    webhooks_queue_url: str = Field(alias=r.ENV_WEBHOOKS_QUEUE_URL, min_length=1)

@@ -22,8 +22,10 @@ from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
+from infra.constructs.webhooks import Webhooks
 from infra.function_factory import removal_policy
 from infra.names import ALARM_TOPIC, SWEEPER_RECOVERIES_METRIC, FunctionName, Runbook
+from shared import resources as r
 
 _GTE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 _ONE_MINUTE = Duration.minutes(1)
@@ -60,6 +62,7 @@ class Monitoring(Construct):
         api: Api,
         outbox: Outbox,
         realtime: Realtime,
+        webhooks: Webhooks,
         functions: Mapping[FunctionName, lambda_.IFunction],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -85,6 +88,7 @@ class Monitoring(Construct):
             statistic=cloudwatch.Stats.SUM,
             period=_FIVE_MINUTES,
         )
+        self.webhook_failure_rate = self._webhook_failure_rate(config)
         specs = [
             AlarmSpec(
                 "DlqNotEmpty",
@@ -154,6 +158,28 @@ class Monitoring(Construct):
                 Runbook.NOTIFIER_FAILURES,
             ),
             AlarmSpec(
+                "WebhooksDlqNotEmpty",
+                webhooks.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Webhook deliveries are in the webhooks DLQ: an endpoint failed all seven attempts "
+                "(about 17.5 hours), or the sender kept crashing on a message.",
+                "See which endpoints with `outlast webhooks deliveries`, get them fixed, then "
+                "`outlast webhooks redrive --dry-run` and `webhooks redrive`.",
+                Runbook.WEBHOOKS_DLQ_NOT_EMPTY,
+            ),
+            AlarmSpec(
+                "WebhookFailureRate",
+                self.webhook_failure_rate,
+                config.webhook_failure_alarm_percent,
+                f"More than {config.webhook_failure_alarm_percent:g}% of webhook attempts failed in "
+                f"15 minutes (counted from {config.webhook_failure_alarm_min_attempts} attempts on).",
+                "Read the sender's logs (status, failure) and `outlast webhooks deliveries`: one endpoint "
+                "down, or the sender's own egress (DNS, TLS) broken?",
+                Runbook.WEBHOOK_FAILURE_RATE,
+            ),
+            AlarmSpec(
                 "SweeperRecoveries",
                 self.sweeper_recoveries,
                 config.sweeper_recovery_alarm_threshold,
@@ -197,6 +223,44 @@ class Monitoring(Construct):
                 left=[realtime.notifier_failures.metric_approximate_number_of_messages_visible()],
                 width=12,
             ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Webhooks: queue, in flight (waiting to retry) and DLQ",
+                left=[
+                    webhooks.queue.metric_approximate_number_of_messages_visible(label="visible"),
+                    webhooks.queue.metric_approximate_number_of_messages_not_visible(label="in flight"),
+                    webhooks.dead_letter_queue.metric_approximate_number_of_messages_visible(label="DLQ"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Webhooks: failed attempts (%)", left=[self.webhook_failure_rate], width=12
+            ),
+        )
+
+    def _webhook_failure_rate(self, config: StageConfig) -> cloudwatch.MathExpression:
+        """Failed attempts as a percentage of all attempts, 0 while there are too few to judge."""
+
+        def sender_metric(name: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=config.metrics_namespace,
+                metric_name=name,
+                dimensions_map={"service": FunctionName.WEBHOOK_SENDER.service},
+                statistic=cloudwatch.Stats.SUM,
+                period=Duration.minutes(15),
+            )
+
+        return cloudwatch.MathExpression(
+            expression=(
+                f"IF(attempts >= {config.webhook_failure_alarm_min_attempts}, 100 * failures / attempts, 0)"
+            ),
+            using_metrics={
+                "attempts": sender_metric(r.WEBHOOK_ATTEMPTS_METRIC),
+                "failures": sender_metric(r.WEBHOOK_FAILURES_METRIC),
+            },
+            label="Webhook attempts failed (%)",
+            period=Duration.minutes(15),
         )
 
     def _topic(self, config: StageConfig) -> sns.Topic:

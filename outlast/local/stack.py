@@ -51,6 +51,7 @@ from outlast.local.websocket_template import (
     websocket_api,
     websocket_config,
 )
+from shared import resources as r
 
 # Local policy on top of the template (DESIGN.md, "Local mode"): backoff from 1 s doubling to
 # 20 s, a 5 s provider timeout, and no X-Ray daemon to send traces to.
@@ -60,6 +61,10 @@ LOCAL_FUNCTION_ENVIRONMENT = {
     "PROVIDER_TIMEOUT_SECONDS": "5",
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
+# Local mode alone turns these on, and only for the functions whose template sets them (to
+# "false", always, in the template): the webhook sender may call plain http receivers on
+# loopback, such as a receiver a developer runs next to `outlast local up`.
+LOCAL_ONLY_OVERRIDES = {r.ENV_WEBHOOK_LOCAL_EGRESS: "true"}
 # An HTTP API gives up on an integration after 30 s; a request that finds every environment busy
 # that long gets API Gateway's 500 instead of waiting forever.
 INTEGRATION_TIMEOUT_SECONDS = 30.0
@@ -249,7 +254,8 @@ class LocalStack:
             k: localize(str(v), self._local_urls)
             for k, v in properties.get("Environment", {}).get("Variables", {}).items()
         }
-        environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **self.options.environment}
+        local_only = {k: v for k, v in LOCAL_ONLY_OVERRIDES.items() if k in variables}
+        environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **local_only, **self.options.environment}
         handler = str(properties["Handler"])
         if self.options.chaos is not None:
             # Local mode only: the shim imports the real handler and injects faults around it.

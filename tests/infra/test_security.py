@@ -28,6 +28,10 @@ from infra.names import (
     ROLE_SUFFIX,
     STORAGE,
     SWEEPER,
+    WEBHOOKS,
+    WEBHOOKS_DLQ,
+    WEBHOOKS_QUEUE,
+    WEBHOOKS_TABLE,
     WEBSOCKET_API,
     WORKER,
     FunctionName,
@@ -49,6 +53,7 @@ HOME = {
     FunctionName.WS_CONNECTIONS: REALTIME,
     FunctionName.WS_MESSAGES: REALTIME,
     FunctionName.NOTIFIER: REALTIME,
+    FunctionName.WEBHOOK_SENDER: WEBHOOKS,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -67,6 +72,9 @@ STORAGE_RESOURCES = {
     "connections": (REALTIME, CONNECTIONS_TABLE),
     "notifier_failures": (REALTIME, NOTIFIER_FAILURE_QUEUE),
     "websocket": (REALTIME, WEBSOCKET_API),
+    "webhooks": (WEBHOOKS, WEBHOOKS_TABLE),
+    "webhooks_queue": (WEBHOOKS, WEBHOOKS_QUEUE),
+    "webhooks_dlq": (WEBHOOKS, WEBHOOKS_DLQ),
 }
 
 # Exactly what each role may do, per resource (besides writing its own logs and X-Ray).
@@ -125,6 +133,20 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "connections": {"dynamodb:Query", "dynamodb:DeleteItem"},
         "websocket": {"execute-api:ManageConnections"},
         "notifier_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        # The tenant index only (test_webhooks: no table ARN, no secret projected), and enqueue.
+        "webhooks": {"dynamodb:Query"},
+        "webhooks_queue": {"sqs:SendMessage"},
+    },
+    FunctionName.WEBHOOK_SENDER: {
+        "webhooks": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        "webhooks_queue": {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+        },
+        "webhooks_dlq": {"sqs:SendMessage"},
     },
 }
 
@@ -192,7 +214,19 @@ EXPECTED_ENVIRONMENT = {
     FunctionName.WS_AUTHORIZER: {r.ENV_CONNECTIONS_TABLE},
     FunctionName.WS_CONNECTIONS: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
     FunctionName.WS_MESSAGES: set(),
-    FunctionName.NOTIFIER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
+    FunctionName.NOTIFIER: {
+        r.ENV_CONNECTIONS_TABLE,
+        r.ENV_CONNECTIONS_ENDPOINT,
+        r.ENV_WEBHOOKS_TABLE,
+        r.ENV_WEBHOOKS_QUEUE_URL,
+    },
+    FunctionName.WEBHOOK_SENDER: {
+        r.ENV_WEBHOOKS_TABLE,
+        r.ENV_WEBHOOKS_QUEUE_URL,
+        r.ENV_WEBHOOKS_DLQ_URL,
+        r.ENV_WEBHOOK_RETRY_SCALE,
+        r.ENV_WEBHOOK_LOCAL_EGRESS,
+    },
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
@@ -201,7 +235,13 @@ POWERTOOLS_TRACED = {"POWERTOOLS_TRACER_CAPTURE_RESPONSE"}
 POWERTOOLS_UNTRACED = {"POWERTOOLS_TRACE_DISABLED"}
 # X-Ray on the asynchronous functions; the API-facing ones (the HTTP API's and the WebSocket API's:
 # neither sends a trace header) only with `apiTracing`, which the shared synth leaves at its default.
-TRACED = {FunctionName.RELAY, FunctionName.WORKER, FunctionName.SWEEPER, FunctionName.NOTIFIER}
+TRACED = {
+    FunctionName.RELAY,
+    FunctionName.WORKER,
+    FunctionName.SWEEPER,
+    FunctionName.NOTIFIER,
+    FunctionName.WEBHOOK_SENDER,
+}
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
@@ -415,7 +455,7 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 6
+    assert len(queues) == 8  # jobs, isolation and webhooks with their DLQs, two failure queues
     assert protected == set(queues)
     for queue in queues.values():
         assert (

@@ -90,7 +90,7 @@ def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(
     assert set(logs["systemLogLevels"].values()) == {"WARN"}
     assert logs["platformBytesPerJob"] == 0
     # And only the traced functions' invocations are traces (the API functions do not trace)
-    assert logs["traced"] == ["notifier", "relay", "sweeper", "worker"]
+    assert logs["traced"] == ["notifier", "relay", "sweeper", "webhook_sender", "worker"]
     (xray,) = [ln for ln in document["cost"]["designs"]["httpApi"]["lines"] if ln["service"] == "X-Ray"]
     traced = sum(count for name, count in per_job["invocations"].items() if name in logs["traced"])
     assert xray["quantityPerJob"] == pytest.approx(round(traced * 0.05, 4), abs=0.01)

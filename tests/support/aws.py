@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -126,3 +127,52 @@ def create_connections_table(endpoint: str) -> str:
         **connections_table_definition(name)
     )
     return name
+
+
+def webhooks_table_definition(name: str) -> dict[str, Any]:
+    """The webhooks table (endpoints, secrets, deliveries) as the Webhooks construct defines it."""
+    keys = (r.WEBHOOKS_PARTITION_KEY, r.WEBHOOKS_SORT_KEY, r.WEBHOOKS_TENANT_INDEX_PARTITION)
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.WEBHOOKS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.WEBHOOKS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"} for key in keys],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.WEBHOOKS_TENANT_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.WEBHOOKS_TENANT_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.WEBHOOKS_TENANT_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {
+                    "ProjectionType": "INCLUDE",
+                    "NonKeyAttributes": list(r.WEBHOOKS_TENANT_INDEX_PROJECTION),
+                },
+            }
+        ],
+    }
+
+
+def create_webhooks_table(endpoint: str) -> str:
+    """A fresh webhooks table with a unique name."""
+    name = f"webhooks-{secrets.token_hex(4)}"
+    boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION).create_table(
+        **webhooks_table_definition(name)
+    )
+    return name
+
+
+def create_webhooks_queues(endpoint: str) -> tuple[str, str]:
+    """A fresh webhooks queue and its DLQ (URLs); the queue's redrive policy as the construct sets it."""
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)
+    suffix = secrets.token_hex(4)
+    dlq = sqs.create_queue(QueueName=f"webhooks-dlq-{suffix}")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue = sqs.create_queue(
+        QueueName=f"webhooks-{suffix}",
+        Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "10"})},
+    )["QueueUrl"]
+    return queue, dlq

@@ -12,6 +12,7 @@ from shared.cursor import ListPosition
 from shared.errors import ConditionFailedError
 from shared.job import (
     BlobLocation,
+    BudgetHold,
     IdempotencyRecord,
     JobError,
     JobInput,
@@ -84,6 +85,9 @@ class Transition:
     usage: Usage | None = None  # added to the job's usage (a call's tokens)
     usage_total: Usage | None = None  # replaces it (a multi-step job sums its checkpoints)
     result_location: BlobLocation | None = None
+    # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
+    # new run holds nothing, its tenant has no limit or its input is gone).
+    budget: BudgetHold | None = None
 
     @property
     def kind(self) -> WriteKind:

@@ -269,7 +269,9 @@ def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
             error=None,
             result_location=None,
         )
-    else:
+    if t.operator_redrive:
+        changes["budget"] = t.budget  # the new run's hold replaces the ended run's
+    if not t.renew_attempts:
         if t.isolate:
             changes["isolated"] = True
         if t.count_crash:

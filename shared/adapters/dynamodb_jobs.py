@@ -10,6 +10,8 @@ from botocore.exceptions import ClientError
 from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
+    BUDGET_ATTRIBUTES,
+    budget_to_values,
     idempotency_from_item,
     idempotency_key,
     idempotency_to_item,
@@ -314,7 +316,9 @@ def _transition_update(t: Transition) -> UpdateBuilder:
         _count_claim(update, t)
     if t.renew_attempts:
         _renew(update)
-    else:
+    if t.operator_redrive:
+        _new_run_budget(update, t)
+    if not t.renew_attempts:
         _lease_accounting(update, t)
     if t.new_lease is not None:
         update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
@@ -345,6 +349,16 @@ def _renew(update: UpdateBuilder) -> None:
         f"if_not_exists({update.name('redriveCount')}, {update.value(0)}) + {update.value(1)}",
     )
     update.remove("errorCode", "errorMessage", "resultLocation", "isolated", "solo")
+
+
+def _new_run_budget(update: UpdateBuilder, t: Transition) -> None:
+    """The redriven run's budget hold replaces the ended run's (which was settled before)."""
+    values = budget_to_values(t.budget)
+    for attribute in BUDGET_ATTRIBUTES:
+        if values.get(attribute) is not None:
+            update.set(attribute, values[attribute])
+        else:
+            update.remove(attribute)
 
 
 def _lease_accounting(update: UpdateBuilder, t: Transition) -> None:

@@ -27,7 +27,7 @@ from enum import StrEnum
 from shared.budget_ports import BudgetLedger
 from shared.clock import to_iso
 from shared.contract import BudgetDocument, StatusDocument
-from shared.job import BudgetHold, JobRecord, Usage
+from shared.job import BudgetHold, JobRecord, JobSummary, Usage
 from shared.lifecycle import is_terminal
 from shared.observability import logger, metrics
 from shared.planner import StepPlan, token_bound
@@ -351,12 +351,12 @@ def budget_document(state: BudgetState, stage_default: int) -> BudgetDocument:
     )
 
 
-def reservation_ref(job: JobRecord) -> ReservationRef | None:
+def reservation_ref(job: JobSummary) -> ReservationRef | None:
     """The reservation the job's current run holds, if any."""
     return ReservationRef(job.job_id, job.budget.run) if job.budget is not None else None
 
 
-def documents(ledger: BudgetLedger, jobs: Collection[JobRecord]) -> list[StatusDocument]:
+def documents(ledger: BudgetLedger, jobs: Collection[JobSummary]) -> list[StatusDocument]:
     """The jobs' status documents, each ended job's `reservedTokens` as the ledger has it.
 
     A job that has not ended holds its reservation for certain; for an ended one, the ledger is
@@ -372,6 +372,6 @@ def documents(ledger: BudgetLedger, jobs: Collection[JobRecord]) -> list[StatusD
     ]
 
 
-def document(ledger: BudgetLedger, job: JobRecord) -> StatusDocument:
+def document(ledger: BudgetLedger, job: JobSummary) -> StatusDocument:
     """One job's status document (see `documents`)."""
     return documents(ledger, [job])[0]

@@ -26,6 +26,7 @@ from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.realtime import Connection, ticket_hash
 from shared.realtime_ports import PostOutcome
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
 
@@ -204,7 +205,10 @@ def _job_at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:
 
 def _notify(store, gateway, records: list[dict[str, Any]]) -> None:
     notifier = BatchNotifier(
-        NotifierDependencies(store=store, gateway=gateway, read_change=job_change), records
+        NotifierDependencies(
+            store=store, gateway=gateway, read_change=job_change, budgets=InMemoryBudgetLedger()
+        ),
+        records,
     )
     for record in records:
         notifier.push(record)
@@ -299,7 +303,10 @@ class TestNotifier:
 
         records = [_record(alices_job, 1, "submit", "INSERT")]
         notifier = BatchNotifier(
-            NotifierDependencies(store=DownStore(), gateway=gateway, read_change=job_change), records
+            NotifierDependencies(
+                store=DownStore(), gateway=gateway, read_change=job_change, budgets=InMemoryBudgetLedger()
+            ),
+            records,
         )
 
         with pytest.raises(StorageUnavailableError):

@@ -22,6 +22,7 @@ WORKER = "Worker"
 SWEEPER = "Sweeper"
 API = "Api"
 REALTIME = "Realtime"
+BUDGETS = "Budgets"
 MONITORING = "Monitoring"
 PACKAGING = "Packaging"
 
@@ -40,6 +41,7 @@ OPENAI_SECRET = "OpenAiKey"  # noqa: S105 - a construct id, not a secret
 CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
 HTTP_API = "HttpApi"
 CONNECTIONS_TABLE = "ConnectionsTable"
+BUDGETS_TABLE = "BudgetsTable"
 WEBSOCKET_API = "WebSocketApi"
 WEBSOCKET_STAGE = "Stage"
 TICKET_AUTHORIZER = "TicketAuthorizer"
@@ -76,6 +78,7 @@ class FunctionName(StrEnum):
     WS_CONNECTIONS = "ws_connections"
     WS_MESSAGES = "ws_messages"
     NOTIFIER = "notifier"
+    BUDGET = "budget"
 
     @property
     def construct_id(self) -> str:
@@ -114,6 +117,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/jobs/{jobId}/result", FunctionName.STATUS),
     Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
     Route("POST", "/v1/realtime/tickets", FunctionName.TICKETS),
+    Route("GET", "/v1/budget", FunctionName.BUDGET),
 )
 
 # CORS (DESIGN.md, "HTTP contract"): what browsers may send and read.
@@ -140,6 +144,8 @@ class Output(StrEnum):
     PAYLOAD_BUCKET_NAME = "PayloadBucketName"
     OPENAI_SECRET_ARN = "OpenAiSecretArn"  # noqa: S105 - an output key, not a secret
     CONNECTIONS_TABLE_NAME = "ConnectionsTableName"
+    BUDGETS_TABLE_NAME = "BudgetsTableName"
+    DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
 
 
 class Runbook(StrEnum):
@@ -155,6 +161,9 @@ class Runbook(StrEnum):
     RELAY_FAILURES = "relay-failures"
     NOTIFIER_ITERATOR_AGE = "notifier-iterator-age"
     NOTIFIER_FAILURES = "notifier-failures"
+    BUDGET_NEAR_LIMIT = "budget-near-limit"
+    BUDGET_EXHAUSTED = "budget-exhausted"
+    BUDGET_OVERRUNS = "budget-overruns"
 
     @property
     def link(self) -> str:

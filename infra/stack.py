@@ -10,6 +10,7 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
+from infra.constructs.budgets import Budgets
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -20,6 +21,7 @@ from infra.function_factory import FunctionFactory
 from infra.names import (
     API,
     AUTH,
+    BUDGETS,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -48,10 +50,13 @@ class OutlastStack(Stack):
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
         storage = Storage(self, STORAGE, config=config)
+        budgets = Budgets(self, BUDGETS, config=config, factory=factory)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
-        sweeper = Sweeper(self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox)
-        realtime = Realtime(self, REALTIME, config=config, factory=factory, storage=storage)
+        sweeper = Sweeper(
+            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+        )
+        realtime = Realtime(self, REALTIME, config=config, factory=factory, storage=storage, budgets=budgets)
         api = Api(
             self,
             API,
@@ -59,7 +64,11 @@ class OutlastStack(Stack):
             factory=factory,
             auth=auth,
             storage=storage,
-            route_functions={FunctionName.TICKETS: realtime.tickets_function},
+            budgets=budgets,
+            route_functions={
+                FunctionName.TICKETS: realtime.tickets_function,
+                FunctionName.BUDGET: budgets.function,
+            },
         )
         functions = {
             **api.functions,
@@ -69,7 +78,13 @@ class OutlastStack(Stack):
             **realtime.functions,
         }
         Monitoring(
-            self, MONITORING, config=config, api=api, outbox=outbox, realtime=realtime, functions=functions
+            self,
+            MONITORING,
+            config=config,
+            api=api,
+            outbox=outbox,
+            realtime=realtime,
+            functions=functions,
         )
 
         outputs = {
@@ -108,6 +123,14 @@ class OutlastStack(Stack):
             Output.CONNECTIONS_TABLE_NAME: (
                 realtime.connections_table.table_name,
                 "Live-update tickets (hashed) and open WebSocket connections",
+            ),
+            Output.BUDGETS_TABLE_NAME: (
+                budgets.table.table_name,
+                "Token budgets: tenants' limits, monthly counters, open reservations (`outlast budgets`)",
+            ),
+            Output.DEFAULT_MONTHLY_TOKENS: (
+                str(config.default_monthly_tokens),
+                "The stage's monthly token limit for tenants without their own (0: no limit)",
             ),
             Output.OPENAI_SECRET_ARN: (
                 worker.openai_secret.secret_arn,

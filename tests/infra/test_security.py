@@ -11,6 +11,8 @@ from infra.app import build_app
 from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
+    BUDGETS,
+    BUDGETS_TABLE,
     CONNECTIONS_TABLE,
     CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
@@ -49,6 +51,7 @@ HOME = {
     FunctionName.WS_CONNECTIONS: REALTIME,
     FunctionName.WS_MESSAGES: REALTIME,
     FunctionName.NOTIFIER: REALTIME,
+    FunctionName.BUDGET: BUDGETS,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -67,6 +70,7 @@ STORAGE_RESOURCES = {
     "connections": (REALTIME, CONNECTIONS_TABLE),
     "notifier_failures": (REALTIME, NOTIFIER_FAILURE_QUEUE),
     "websocket": (REALTIME, WEBSOCKET_API),
+    "budgets": (BUDGETS, BUDGETS_TABLE),
 }
 
 # Exactly what each role may do, per resource (besides writing its own logs and X-Ray).
@@ -75,11 +79,15 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:PutItem", "dynamodb:GetItem"},
         "idempotency": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "bucket": {"s3:PutObject"},
+        # The budget read, then the reservation and its counter in one transaction; no Delete:
+        # submit can never settle or release anything.
+        "budgets": {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
     },
     FunctionName.STATUS: {
         "jobs": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         "bucket": {"s3:GetObject", "s3:ListBucket"},
         "cursor": {"secretsmanager:GetSecretValue"},
+        "budgets": {"dynamodb:BatchGetItem"},  # whether ended jobs' reservations are settled: reads only
     },
     FunctionName.RELAY: {
         "jobs": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
@@ -111,6 +119,8 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "queue": {"sqs:SendMessage"},
         "isolation": {"sqs:SendMessage"},
+        # Open reservations by their index; defer (UpdateItem); settle or release (Delete + Update).
+        "budgets": {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
     },
     FunctionName.TICKETS: {"connections": {"dynamodb:PutItem"}},
     # Takes a ticket with one conditional delete, and nothing else.
@@ -125,7 +135,12 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "connections": {"dynamodb:Query", "dynamodb:DeleteItem"},
         "websocket": {"execute-api:ManageConnections"},
         "notifier_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        # Settlement: the reservation's conditional Delete and the counter's Update; no Put, so the
+        # notifier can never make a reservation.
+        "budgets": {"dynamodb:DeleteItem", "dynamodb:UpdateItem"},
     },
+    # Reads its caller's tenant's limit and counter, nothing else.
+    FunctionName.BUDGET: {"budgets": {"dynamodb:BatchGetItem"}},
 }
 
 # Exactly the variables each function's settings read (besides Powertools').
@@ -134,6 +149,8 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_JOBS_TABLE,
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
+        r.ENV_BUDGETS_TABLE,
+        "DEFAULT_MONTHLY_TOKENS",
         "SUBMITS_PER_MINUTE",
         "MAX_ATTEMPTS",
         "DEFAULT_MODEL",
@@ -152,6 +169,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_CURSOR_SECRET,
+        r.ENV_BUDGETS_TABLE,
         "POLL_AFTER_SECONDS",
         "INPUT_RETENTION_HOURS",
     },
@@ -183,6 +201,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_JOBS_QUEUE_URL,
         r.ENV_ISOLATION_QUEUE_URL,
+        r.ENV_BUDGETS_TABLE,
         "DISPATCH_GRACE_SECONDS",
         "LEASE_SECONDS",
         "INPUT_RETENTION_HOURS",
@@ -192,7 +211,8 @@ EXPECTED_ENVIRONMENT = {
     FunctionName.WS_AUTHORIZER: {r.ENV_CONNECTIONS_TABLE},
     FunctionName.WS_CONNECTIONS: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
     FunctionName.WS_MESSAGES: set(),
-    FunctionName.NOTIFIER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
+    FunctionName.NOTIFIER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT, r.ENV_BUDGETS_TABLE},
+    FunctionName.BUDGET: {r.ENV_BUDGETS_TABLE, "DEFAULT_MONTHLY_TOKENS"},
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}

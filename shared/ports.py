@@ -88,6 +88,9 @@ class Transition:
     # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
     # new run holds nothing, its tenant has no limit or its input is gone).
     budget: BudgetHold | None = None
+    # Only while the job is still in the run this many redrives in (the run a reservation was
+    # made after: a redrive that raced another one must not carry a hold made for a stale run).
+    require_redrive_count: int | None = None
 
     @property
     def kind(self) -> WriteKind:

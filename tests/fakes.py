@@ -251,6 +251,7 @@ def _conditions_hold(job: JobRecord, t: Transition) -> bool:
         and (not t.require_lease_expired or job.lease_expires_at is None or job.lease_expires_at <= t.now)
         and (not t.count_attempt or job.stalls < job.max_attempts)
         and (not t.require_not_isolated or not job.isolated)
+        and (t.require_redrive_count is None or job.redrive_count == t.require_redrive_count)
     )
 
 

@@ -17,6 +17,8 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.names import (
+    BUDGETS,
+    BUDGETS_TABLE,
     ISOLATION_DLQ,
     ISOLATION_QUEUE,
     JOBS_DLQ,
@@ -27,7 +29,9 @@ from infra.names import (
     STORAGE,
     Output,
 )
+from outlast.operator.budgets import OperatorBudgets
 from shared.adapters.dynamo_errors import error_code
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
@@ -58,6 +62,9 @@ class Resources:
     isolation_queue_url: str
     isolation_dlq_url: str
     payload_bucket: str
+    # Token budgets; None for a stack deployed before them (its jobs reserve nothing).
+    budgets_table: str | None = None
+    default_monthly_tokens: int = 0
 
     def queue_url(self, lane: Lane) -> str:
         """The queue a lane's jobs are sent to."""
@@ -104,6 +111,17 @@ class Target:
             lambda: self._clients("s3"),
             self.resources.jobs_table,
             self.resources.payload_bucket,
+        )
+
+    @cached_property
+    def budgets(self) -> OperatorBudgets | None:
+        """Token budgets through the functions' own ledger adapter (None: the stack has none)."""
+        if self.resources.budgets_table is None:
+            return None
+        return OperatorBudgets(
+            DynamoBudgetLedger(self.dynamodb, self.resources.budgets_table),
+            self.payloads,
+            self.resources.default_monthly_tokens,
         )
 
     @cached_property
@@ -161,8 +179,15 @@ def local_target(port: int) -> Target:
         isolation_queue_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_QUEUE),
         isolation_dlq_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_DLQ),
         payload_bucket=_by_logical_id(state["buckets"], STORAGE + PAYLOAD_BUCKET),
+        budgets_table=_maybe_by_logical_id(state["tables"], BUDGETS + BUDGETS_TABLE),
+        default_monthly_tokens=int(state.get("outputs", {}).get(Output.DEFAULT_MONTHLY_TOKENS, 0)),
     )
     return Target(f"local stack on port {port}", resources, lambda service: local_client(service, state), 0)
+
+
+def _maybe_by_logical_id(names: Mapping[str, str], prefix: str) -> str | None:
+    """A resource a stack of an older version lacks (None then)."""
+    return _by_logical_id(names, prefix) if any(lid.startswith(prefix) for lid in names) else None
 
 
 def _by_logical_id(names: Mapping[str, str], prefix: str) -> str:
@@ -194,6 +219,8 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         isolation_queue_url=outputs[Output.ISOLATION_QUEUE_URL],
         isolation_dlq_url=outputs[Output.ISOLATION_DLQ_URL],
         payload_bucket=outputs[Output.PAYLOAD_BUCKET_NAME],
+        budgets_table=outputs.get(Output.BUDGETS_TABLE_NAME),
+        default_monthly_tokens=int(outputs.get(Output.DEFAULT_MONTHLY_TOKENS, "0")),
     )
 
     def clients(service: str) -> Any:

@@ -287,6 +287,11 @@ class DynamoBudgetLedger:
                 ),
             )
 
+    def clear_limit(self, tenant: str) -> None:
+        """Drop the tenant's own limit: the stage default applies again."""
+        with storage_errors():
+            self._client.delete_item(TableName=self._table, Key=limit_key(tenant))
+
     def tenants(self) -> Iterator[str]:
         """Every tenant with a limit or a counter (a Scan of the table's tenant items: operators only)."""
         seen: set[str] = set()

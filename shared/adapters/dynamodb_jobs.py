@@ -316,10 +316,10 @@ def _transition_update(t: Transition) -> UpdateBuilder:
         _count_claim(update, t)
     if t.renew_attempts:
         _renew(update)
+    else:
+        _lease_accounting(update, t)
     if t.operator_redrive:
         _new_run_budget(update, t)
-    if not t.renew_attempts:
-        _lease_accounting(update, t)
     if t.new_lease is not None:
         update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
     elif t.target not in _LEASE_STATUSES:
@@ -352,7 +352,14 @@ def _renew(update: UpdateBuilder) -> None:
 
 
 def _new_run_budget(update: UpdateBuilder, t: Transition) -> None:
-    """The redriven run's budget hold replaces the ended run's (which was settled before)."""
+    """The redriven run's budget hold replaces the ended run's (which was settled before), only
+    while the job is still in the run the hold's reservation was made after."""
+    if t.require_redrive_count is not None:
+        redrives = update.name("redriveCount")
+        same = f"{redrives} = {update.value(t.require_redrive_count)}"
+        update.require(
+            f"attribute_not_exists({redrives}) OR {same}" if t.require_redrive_count == 0 else same
+        )
     values = budget_to_values(t.budget)
     for attribute in BUDGET_ATTRIBUTES:
         if values.get(attribute) is not None:

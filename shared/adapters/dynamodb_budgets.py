@@ -287,6 +287,34 @@ class DynamoBudgetLedger:
                 ),
             )
 
+    def periods(self, tenant: str) -> list[BudgetState]:
+        """Every period's counter of a tenant, oldest first (one Query of its partition)."""
+        states: list[BudgetState] = []
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :period)",
+            "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY, "#sk": r.BUDGETS_SORT_KEY},
+            "ExpressionAttributeValues": serialize({":pk": tenant_pk(tenant), ":period": "PERIOD#"}),
+            "ConsistentRead": True,
+        }
+        while True:
+            with storage_errors():
+                page = self._client.query(**arguments)
+            for item in page.get("Items", []):
+                values = deserialize(item)
+                states.append(
+                    BudgetState(
+                        tenant=tenant,
+                        period=str(values[r.BUDGETS_SORT_KEY]).removeprefix("PERIOD#"),
+                        configured_limit=None,
+                        used=int(values.get("usedTokens", 0)),
+                        reserved=int(values.get("reservedTokens", 0)),
+                    )
+                )
+            if "LastEvaluatedKey" not in page:
+                return states
+            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def clear_limit(self, tenant: str) -> None:
         """Drop the tenant's own limit: the stage default applies again."""
         with storage_errors():

@@ -13,17 +13,22 @@ event in state that concurrent invocations in one process would share (tests/sup
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from functions.submit.dependencies import SubmitDependencies
 from functions.submit.service import submit_job
 from functions.submit.settings import SubmitSettings
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger, counter_key
+from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.budgets import Reservation, ReserveOutcome, ReserveResult, period_of, reservation_tokens
 from shared.clock import SystemClock
 from shared.contract import Operation, SubmitRequest
@@ -32,6 +37,7 @@ from shared.job import Caller
 from shared.planner import PlanParameters, plan_job
 from shared.prompts import template_for
 from tests.support.answers import QUIET_METRICS
+from tests.support.aws import REGION
 from tests.support.storage import Storage
 
 if TYPE_CHECKING:
@@ -56,12 +62,17 @@ LIMIT = FITS * BOUND
 
 
 class Sampler:
-    """Reads the tenant's counter over and over (strongly consistent) until stopped."""
+    """Reads the tenant's counter over and over (strongly consistent) on its own thread until stopped.
+
+    `fresh_sample` lets a submit wait until a sample that began after its own reservation has
+    been taken, so every reservation of the race is followed by one (no timing assumption).
+    """
 
     def __init__(self, dynamodb: DynamoDBClient, table: str, period: str) -> None:
         self.samples: list[tuple[int, int]] = []
         self._dynamodb, self._table, self._period = dynamodb, table, period
         self._stop = threading.Event()
+        self._taken = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -71,7 +82,15 @@ class Sampler:
             ).get("Item", {})
             used = int(item.get("usedTokens", {}).get("N", "0"))
             reserved = int(item.get("reservedTokens", {}).get("N", "0"))
-            self.samples.append((used, reserved))
+            with self._taken:
+                self.samples.append((used, reserved))
+                self._taken.notify_all()
+
+    def fresh_sample(self) -> None:
+        """Wait for a sample that started after this call (the one under way may have read before)."""
+        with self._taken:
+            wanted = len(self.samples) + 2
+            assert self._taken.wait_for(lambda: len(self.samples) >= wanted, timeout=120)
 
     def __enter__(self) -> Sampler:
         self._thread.start()
@@ -96,9 +115,24 @@ def _race(deps: SubmitDependencies) -> list[str]:
         return list(pool.map(submit, range(SUBMITS)))
 
 
-def _deps(storage: Storage, ledger: DynamoBudgetLedger) -> SubmitDependencies:
+def _client() -> DynamoDBClient:
+    """A client with a connection for each of the fifty submits (boto3's default pool holds 10)."""
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+        region_name=REGION,
+        config=Config(max_pool_connections=SUBMITS + 2),
+    )
+
+
+def _deps(resources: TestResources, ledger: DynamoBudgetLedger, client: DynamoDBClient) -> SubmitDependencies:
+    settings = SubmitSettings.from_environ()
     return SubmitDependencies(
-        SubmitSettings.from_environ(), storage.repository(), storage.payloads(), SystemClock(), ledger
+        settings,
+        DynamoJobRepository(client, resources.jobs_table, resources.idempotency_table),
+        DynamoS3PayloadStore(client, lambda: boto3.client("s3"), resources.jobs_table, resources.bucket),
+        SystemClock(),
+        ledger,
     )
 
 
@@ -107,30 +141,35 @@ def test_fifty_concurrent_submits_for_a_budget_of_ten_accept_exactly_ten(resourc
     storage = Storage(resources)
     barrier = threading.Barrier(SUBMITS)
     in_flight: list[int] = []
+    period = period_of(datetime.now(UTC))
+    sampler = Sampler(storage.dynamodb, resources.budgets_table, period)
 
     class RacingLedger(DynamoBudgetLedger):
-        """The production ledger; every reservation waits until all fifty are about to be made."""
+        """The production ledger; every reservation waits until all fifty are about to be made,
+        and after it, until the other thread has sampled the counter."""
 
         def reserve(self, reservation: Reservation, limit: int) -> ReserveResult:
             in_flight.append(barrier.wait(timeout=120))
-            return super().reserve(reservation, limit)
+            result = super().reserve(reservation, limit)
+            sampler.fresh_sample()
+            return result
 
-    ledger = RacingLedger(storage.dynamodb, resources.budgets_table)
+    client = _client()
+    ledger = RacingLedger(client, resources.budgets_table)
     ledger.set_limit(TENANT, LIMIT, datetime.now(UTC))
-    period = period_of(datetime.now(UTC))
 
     # When fifty submits of its five users reserve at once, with the counter sampled throughout
-    with Sampler(storage.dynamodb, resources.budgets_table, period) as sampler:
-        outcomes = _race(_deps(storage, ledger))
+    with sampler:
+        outcomes = _race(_deps(resources, ledger, client))
 
     # Then all fifty raced (each got past the barrier), exactly ten were accepted and forty refused
     assert len(in_flight) == SUBMITS
     assert outcomes.count("accepted") == FITS
     assert outcomes.count("budget_exceeded") == SUBMITS - FITS
-    # ... at no sampled moment was more committed than the limit, and the run was sampled while busy
-    assert sampler.samples
+    # ... and at no sampled moment (one at least after each of the fifty reservations, while the
+    # others were still racing) was more committed than the limit
+    assert len(sampler.samples) >= 2
     assert all(used + reserved <= LIMIT for used, reserved in sampler.samples)
-    assert any(0 < reserved < LIMIT for _, reserved in sampler.samples)
     # ... ten reservations and ten jobs, each holding one; the refused left no claim behind
     state = ledger.state(TENANT, period)
     assert (state.used, state.reserved) == (0, LIMIT)
@@ -146,7 +185,6 @@ def test_fifty_concurrent_submits_for_a_budget_of_ten_accept_exactly_ten(resourc
 
 def test_the_same_race_against_check_then_record_overspends(resources: TestResources) -> None:
     """The control: a ledger that checks what it read, then records without a condition."""
-    storage = Storage(resources)
     barrier = threading.Barrier(SUBMITS)
 
     class CheckThenRecord(DynamoBudgetLedger):
@@ -157,10 +195,11 @@ def test_the_same_race_against_check_then_record_overspends(resources: TestResou
                 return ReserveResult(ReserveOutcome.EXCEEDED, committed=seen.committed)
             return super().reserve(reservation, limit=10**12)  # recorded without the real limit
 
-    ledger = CheckThenRecord(storage.dynamodb, resources.budgets_table)
+    client = _client()
+    ledger = CheckThenRecord(client, resources.budgets_table)
     ledger.set_limit(TENANT, LIMIT, datetime.now(UTC))
 
-    outcomes = _race(_deps(storage, ledger))
+    outcomes = _race(_deps(resources, ledger, client))
 
     assert outcomes.count("accepted") > FITS
     assert ledger.state(TENANT, period_of(datetime.now(UTC))).reserved > LIMIT

@@ -45,9 +45,8 @@ class SweepReport:
     skipped: int = 0
     examined: int = 0
     errors: int = 0
-    budget_repairs: int = (
-        0  # reservations settled or released that nothing else would (functions.sweeper.budgets)
-    )
+    # Budget reservations settled or released that nothing else would (functions.sweeper.budgets).
+    budget_repairs: int = 0
     job_ids: list[str] = field(default_factory=list)
 
     @property
@@ -97,6 +96,7 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             "isolated": report.isolated,
             "canceled": report.canceled,
             "failed": report.failed,
+            "budget_repairs": report.budget_repairs,
             "errors": report.errors,
         },
     )

@@ -208,3 +208,24 @@ def test_a_job_that_outlives_its_month_settles_into_the_month_it_reserved_in(
     assert (december_state.used, december_state.reserved) == (3_000, 0)
     january = ledger.state("acme", "2030-01")
     assert (january.used, january.reserved) == (0, 0)
+
+
+def test_replays_and_a_reused_key_reserve_nothing_more(
+    resources: TestResources, storage: Storage, ledger: DynamoBudgetLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEFAULT_MONTHLY_TOKENS", "1000000")
+    job_id = accepted(call_submit(submit_event(SUMMARIZE, key="once")))
+
+    # When the same submit is replayed twice and the key is reused for another body
+    replays = [call_submit(submit_event(SUMMARIZE, key="once")) for _ in range(2)]
+    reused = call_submit(submit_event({"operation": "analyze", "input": {"text": "Other."}}, key="once"))
+
+    # Then one reservation exists, of the one job
+    assert [accepted(replay) for replay in replays] == [job_id, job_id]
+    assert all(replay.header("Idempotent-Replayed") == "true" for replay in replays)
+    assert_problem(reused, 409, "idempotency_key_reused")
+    assert ledger.state("acme", _period()).reserved == BOUND
+    reservations = [
+        i for i in storage.scan(resources.budgets_table) if i["pk"]["S"].startswith("RESERVATION#")
+    ]
+    assert [i["jobId"]["S"] for i in reservations] == [job_id]

@@ -151,6 +151,7 @@ class StageConfig(BaseModel):
         default="rate(1 minute)", alias="sweepSchedule", pattern=r"^(rate|cron)\(.+\)$"
     )
     dispatch_grace_seconds: int = Field(default=900, alias="dispatchGraceSeconds", ge=1, le=86_400)
+    sweep_look_seconds: int = Field(default=300, alias="sweepLookSeconds", ge=1, le=3600)
 
     @classmethod
     def from_context(cls, lookup: Callable[[str], Any]) -> Self:

@@ -92,8 +92,9 @@ def submit_environment(
             "plan_version": config.plan_version,
             "chunk_tokens": config.chunk_tokens,
             "step_output_tokens": config.step_output_tokens,
-            # New jobs get their sweep time from it (and their reservations the time the sweeper
-            # first looks at them): it must agree with the sweeper's.
+            # New jobs get their first sweep time from it: it must agree with the sweeper's.
+            "sweep_look_seconds": config.sweep_look_seconds,
+            # The time the sweeper first looks at a new job's budget reservation: the sweeper's grace.
             "dispatch_grace_seconds": config.dispatch_grace_seconds,
         },
     )
@@ -161,8 +162,6 @@ def worker_environment(
             "release_margin_seconds": config.release_margin_seconds,
             "step_concurrency": config.step_concurrency,
             "input_retention_hours": config.input_retention_hours,
-            # Jobs the worker puts back to Pending get their sweep time from it, as new jobs do.
-            "dispatch_grace_seconds": config.dispatch_grace_seconds,
             "default_model": config.default_model,
             "allowed_models": config.allowed_models,
             # Unset means the SDK's default endpoint; set only to reach a compatible gateway.
@@ -190,6 +189,7 @@ def sweeper_environment(
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,
             "dispatch_grace_seconds": config.dispatch_grace_seconds,
+            "sweep_look_seconds": config.sweep_look_seconds,
             "lease_seconds": config.lease_seconds,
             "input_retention_hours": config.input_retention_hours,
             "max_crashes": config.max_crashes,

@@ -51,6 +51,13 @@ class UsageDocument(TypedDict):
     outputTokens: int
 
 
+class ProgressDocument(TypedDict):
+    """How far a job is: steps checkpointed of the steps its plan has."""
+
+    completedSteps: int
+    totalSteps: int
+
+
 class StatusDocument(TypedDict):
     """Where a job stands (the body of submit, status and cancel answers)."""
 
@@ -62,6 +69,8 @@ class StatusDocument(TypedDict):
     expiresAt: str
     attempts: int
     revision: NotRequired[int]  # grows with every write of the job (absent from older APIs)
+    crashes: NotRequired[int]
+    progress: NotRequired[ProgressDocument]  # steps checkpointed of the steps planned
     cancelRequestedAt: str | None
     resultUrl: str | None
     error: ErrorDocument | None

@@ -1,8 +1,9 @@
 """`make demo`: start the local stack, run a handful of jobs through the HTTP API, show them, stop.
 
 Each job shows one promise: a success per operation, one that succeeds after two 429s from the
-provider, one that fails for a terminal reason (with a safe error code), and one canceled
-while it runs. Everything goes through the same handlers and HTTP API as in AWS.
+provider, one that fails for a terminal reason (with a safe error code), one canceled while it
+runs, and a 200 KB document summarized in checkpointed steps, its progress shown as it moves.
+Everything goes through the same handlers and HTTP API as in AWS.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from outlast.client import OutlastClient, SubmitRequest
+from outlast.client import OutlastClient, StatusDocument, SubmitRequest
 from outlast.commands.local import issue_token
+from outlast.documents import long_document
 from outlast.local.stack import LocalOptions, LocalStack
 
 TERMINAL = {"Succeeded", "Failed", "Canceled"}
@@ -74,6 +76,11 @@ JOBS = (
         {"operation": "analyze", "input": {"text": "A long analysis that the user stops. [[delay:8]]"}},
         cancel_when_running=True,
     ),
+    # Each step's call takes a second on the local model server, so the progress can be watched.
+    DemoJob(
+        "200 KB in steps",
+        {"operation": "summarize", "input": {"text": long_document(200 * 1024, delay_seconds=1)}},
+    ),
 )
 
 
@@ -100,9 +107,10 @@ def run(client: OutlastClient) -> int:
             answer = client.get_job(job_id)
             document = answer.document
             pause = max(1, min(pause, answer.retry_after or pause))
-            if document["status"] != seen.get(job_id):
-                seen[job_id] = document["status"]
-                _say(f"{job.title:<24} {document['status']:<22} attempts={document['attempts']}")
+            state = _state(document)
+            if state != seen.get(job_id):
+                seen[job_id] = state
+                _say(f"{job.title:<24} {state:<34} attempts={document['attempts']}")
             if job.cancel_when_running and document["status"] == "Running" and job_id not in canceled:
                 cancel = client.cancel(job_id)
                 canceled.add(job_id)
@@ -110,6 +118,14 @@ def run(client: OutlastClient) -> int:
         time.sleep(pause)  # the server's Retry-After (2 s by default)
     _say("")
     return _report(client, ids)
+
+
+def _state(document: StatusDocument) -> str:
+    """The status, with a multi-step job's progress (`Running, steps 12/53`); plain when terminal."""
+    progress = document.get("progress")
+    if document["status"] in TERMINAL or not progress or progress["totalSteps"] <= 1:
+        return document["status"]
+    return f"{document['status']}, steps {progress['completedSteps']}/{progress['totalSteps']}"
 
 
 def _report(client: OutlastClient, ids: dict[str, DemoJob]) -> int:
@@ -120,6 +136,9 @@ def _report(client: OutlastClient, ids: dict[str, DemoJob]) -> int:
         if status not in TERMINAL:
             unfinished += 1
         line = f"{job.title:<24} {status:<10} attempts={document['attempts']}"
+        progress = document.get("progress")
+        if progress and progress["totalSteps"] > 1:
+            line += f"  steps={progress['completedSteps']}/{progress['totalSteps']}"
         if document["error"]:
             line += f"  error={document['error']['code']}"
         if status == "Succeeded":

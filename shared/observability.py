@@ -9,10 +9,25 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-logger = Logger()
+# What the Lambda context would add to every line though CloudWatch already names it once per
+# log group: the function's name, ARN and memory. Every byte of every line is billed (DESIGN.md,
+# "Cost discipline"); the request id, cold start and trace id stay.
+CONSTANT_CONTEXT_KEYS = frozenset({"function_name", "function_arn", "function_memory_size"})
+
+
+class _LeanFormatter(LambdaPowertoolsFormatter):
+    """Powertools' JSON formatter without the keys that are the same on every line of a function."""
+
+    def append_keys(self, **additional_keys: Any) -> None:
+        super().append_keys(**{k: v for k, v in additional_keys.items() if k not in CONSTANT_CONTEXT_KEYS})
+
+
+logger = Logger(logger_formatter=_LeanFormatter())
 tracer = Tracer()
 metrics = Metrics()
 

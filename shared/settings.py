@@ -59,6 +59,11 @@ class JobPolicySettings(EnvSettings):
     idempotency_ttl_hours: int = Field(default=24, alias="IDEMPOTENCY_TTL_HOURS", ge=1, le=24 * 7)
     # A Pending job not claimed this long after its dispatch is re-sent by the sweeper.
     dispatch_grace_seconds: int = Field(default=900, alias="DISPATCH_GRACE_SECONDS", ge=1, le=86_400)
+    # How soon the sweeper looks at a watched job again (its index entry's sweepAt): a crashed
+    # job is back in the queue within this long of its lease expiring. The index is written at
+    # submit and at the terminal write, not at claims; a job still running or backing off at its
+    # look costs one deferral write.
+    sweep_look_seconds: int = Field(default=300, alias="SWEEP_LOOK_SECONDS", ge=1, le=3600)
     poll_after_seconds: int = Field(default=2, alias="POLL_AFTER_SECONDS", ge=1, le=60)
     default_model: str = Field(default="gpt-4o-mini", alias="DEFAULT_MODEL", min_length=1)
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="ALLOWED_MODELS")

@@ -119,7 +119,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     # no job item ever follows (a crash, no retry), it goes with its claim, not 30 days later.
     input_expires_at = input_expiry(claim.created_at, settings.input_retention_hours)
     deps.payloads.put_input(job_input, location, expires_at=input_expires_at)
-    sweep_at = job.dispatch_at + timedelta(seconds=settings.dispatch_grace_seconds)
+    sweep_at = job.dispatch_at + timedelta(seconds=settings.sweep_look_seconds)
     if deps.repository.create_job(job, sweep_at):
         logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})
         metrics.add_metric(name="JobsAccepted", unit="Count", value=1)

@@ -40,6 +40,7 @@ class SweepReport:
     redispatched: int = 0
     expired_leases: int = 0
     isolated: int = 0  # of the expired leases and failures: jobs sent to run alone from now on
+    deferred: int = 0  # watched jobs not due yet (running, backing off): their next look moved
     canceled: int = 0
     failed: int = 0
     skipped: int = 0
@@ -94,6 +95,7 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             "redispatched": report.redispatched,
             "expired_leases": report.expired_leases,
             "isolated": report.isolated,
+            "deferred": report.deferred,
             "canceled": report.canceled,
             "failed": report.failed,
             "budget_repairs": report.budget_repairs,
@@ -132,29 +134,35 @@ def _step(deps: SweeperDependencies, job: JobRecord, now: datetime, report: Swee
 
 def _recover_pending(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
     grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
+    look = timedelta(seconds=deps.settings.sweep_look_seconds)
     if job.stalls >= job.max_attempts:
         _write(deps, job, JobStatus.FAILED, now, error=RETRIES_EXHAUSTED)
         report.failed += 1
         return True
     if job.dispatch_at + grace > now:
+        # Claimed and released with backoff, or not yet past its grace: look again when it is
+        # (the claims and releases leave the index alone, so this is what keeps it current).
+        deps.repository.defer_sweep(job, job.dispatch_at + grace)
+        report.deferred += 1
         return False
     _renew_input_of_old_job(deps, job, now)
-    bumped = deps.repository.bump_dispatch(job, now, now + grace)
+    bumped = deps.repository.bump_dispatch(job, now, now + look)
     _dispatch(deps, bumped)
     report.redispatched += 1
     return True
 
 
 def _recover_leased(deps: SweeperDependencies, job: JobRecord, now: datetime, report: SweepReport) -> bool:
+    look = timedelta(seconds=deps.settings.sweep_look_seconds)
     if job.lease_expires_at is not None and job.lease_expires_at > now:
-        # A live lease: heartbeats moved it past the index's first expiry. Move the index entry
-        # too, so long calls never crowd truly stuck jobs out of a sweep's page.
-        deps.repository.defer_sweep(job, job.lease_expires_at)
+        # A live lease: look again in one look's time, which is within a look of the lease's end
+        # whenever it ends, so a crash is found in time and a long run costs one deferral per look.
+        deps.repository.defer_sweep(job, now + look)
+        report.deferred += 1
         return False
     outcome = expired_lease_outcome(job, deps.settings.max_crashes)
     if outcome.dispatches:
         _renew_input_of_old_job(deps, job, now)
-    grace = timedelta(seconds=deps.settings.dispatch_grace_seconds)
     written = _write(
         deps,
         job,
@@ -162,7 +170,7 @@ def _recover_leased(deps: SweeperDependencies, job: JobRecord, now: datetime, re
         now,
         error=job_error(outcome.error_code) if outcome.error_code else None,
         dispatch_at=now if outcome.dispatches else None,
-        sweep_at=now + grace if outcome.dispatches else None,
+        sweep_at=now + look if outcome.dispatches else None,
         outcome=outcome,
     )
     if outcome.target is JobStatus.CANCELED:

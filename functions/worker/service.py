@@ -120,14 +120,16 @@ class JobWorker:
             # A shared-queue message of a job that crashed a batch is stale: it runs alone now.
             require_not_isolated=lane is Lane.SHARED,
             require_due=True,
-            sweep_at=lease.expires_at,
+            # No sweep index write: the entry the submit wrote brings the sweeper round within
+            # sweepLookSeconds, and it defers a live lease (DESIGN.md, "Cost discipline").
         )
         try:
             claimed = await self._io(self._deps.repository.transition, claim)
         except TransitionConflictError as refused:
             await self._refused(refused.current, message, body=body, receipt_handle=receipt_handle, lane=lane)
             return None
-        logger.info("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
+        # DEBUG: the one INFO line of a job's run is "job finished" (every line is billed).
+        logger.debug("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
         return _Run(job=claimed, lease=lease, lane=lane)
 
     async def _refused(
@@ -272,7 +274,7 @@ class JobWorker:
             progress=lambda completed, usage: self._record_progress(run, completed, usage),
             heartbeat=lambda: self._heartbeat(run),
         )
-        logger.info("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
+        logger.debug("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
         try:
             stopped = await steps.run()
         except CancelObserved:
@@ -457,7 +459,6 @@ class JobWorker:
             now=now,
             lease_token=run.lease.token,
             dispatch_at=dispatch_at,
-            sweep_at=dispatch_at + timedelta(seconds=self._settings.dispatch_grace_seconds),
         )
         try:
             run.job = await self._io(self._deps.repository.transition, transition)

@@ -20,7 +20,7 @@ from outlast.bench import report
 from outlast.bench.stats import load_average, machine
 from outlast.local.synth import PROJECT_ROOT
 
-SECTIONS = ("worker", "cost", "coldstart", "pipeline")
+SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline")
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,13 @@ class Sizes:
     pipeline_points: tuple[int, ...]
     pipeline_jobs: int
     pipeline_clients: int
+    long_input_bytes: int
 
 
-FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16)
-QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8)
+FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576)
+QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576)
 # For the test suite: the code paths with tiny sizes; the numbers mean nothing.
-SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2)
+SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2, 60_000)
 
 
 def _say(line: str) -> None:
@@ -67,7 +68,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The benchmarks that share one in-process harness (moto, the model server, the handlers)."""
-    from outlast.bench import coldstart, cost, worker  # noqa: PLC0415 - after argument parsing
+    from outlast.bench import coldstart, cost, longinput, worker  # noqa: PLC0415 - after argument parsing
     from outlast.bench.harness import Harness  # noqa: PLC0415
     from outlast.bench.prices import load_prices  # noqa: PLC0415
 
@@ -91,6 +92,10 @@ def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> 
                 timing_repeats=sizes.cost_timing_repeats,
                 concurrency_ratio=ratio,
                 say=_say,
+            )
+        if "longinput" in sections:
+            results["longinput"] = longinput.run(
+                harness, load_prices(), max_bytes=sizes.long_input_bytes, delay_seconds=1.0, say=_say
             )
         if "coldstart" in sections:
             results["coldstart"] = coldstart.run(harness, runs=sizes.coldstart_runs, say=_say)

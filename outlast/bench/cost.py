@@ -72,6 +72,7 @@ class Lifecycle:
     size: int
     job_ids: list[str]
     model_calls: list[dict[str, Any]]
+    documents: list[dict[str, Any]]  # the jobs' status documents at the end
 
 
 def run_lifecycle(h: Harness, pass_name: str, size: int, text: str = TEXT) -> Lifecycle:
@@ -79,7 +80,7 @@ def run_lifecycle(h: Harness, pass_name: str, size: int, text: str = TEXT) -> Li
     h.pass_name = pass_name
     sub = f"bench-{pass_name}-{uuid.uuid4().hex[:8]}"  # one owner per batch: the submit rate is per owner
     try:
-        jobs = [h.submit(text.format(index=i), sub) for i in range(size)]
+        jobs = [h.submit(text.replace("{index}", str(i)), sub) for i in range(size)]
         for job in jobs:  # poll 1: Pending
             h.status(job, sub)
         h.relay()
@@ -96,7 +97,7 @@ def run_lifecycle(h: Harness, pass_name: str, size: int, text: str = TEXT) -> Li
     unfinished = [d["status"] for d in documents if d["status"] != "Succeeded"]
     if unfinished:
         raise RuntimeError(f"{pass_name}: jobs did not succeed: {unfinished}")
-    return Lifecycle(pass_name=pass_name, size=size, job_ids=jobs, model_calls=calls)
+    return Lifecycle(pass_name=pass_name, size=size, job_ids=jobs, model_calls=calls, documents=documents)
 
 
 def run_sweep(h: Harness, pass_name: str) -> None:

@@ -191,7 +191,12 @@ class Meter:
         self._local.call = None
         if call is None:
             return
-        call.response_bytes = len(getattr(http_response, "content", b"") or b"")
+        if getattr(model, "has_streaming_output", False):
+            # S3 GetObject: reading `content` would drain the stream the function still reads.
+            headers = getattr(http_response, "headers", {}) or {}
+            call.response_bytes = int(headers.get("content-length", 0) or 0)
+        else:
+            call.response_bytes = len(getattr(http_response, "content", b"") or b"")
         if getattr(http_response, "status_code", 200) >= 300:
             call.error = str(parsed.get("Error", {}).get("Code", "error"))
         if call.service == "dynamodb":

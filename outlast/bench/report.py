@@ -44,7 +44,7 @@ def markdown(document: dict[str, Any]) -> str:
     parts = [
         "# Benchmarks\n",
         "Written by `make bench` (`python -m outlast.bench`, `BENCH_ARGS=--quick` for a short run, "
-        "`--only cost,worker,coldstart,pipeline` for some sections); do not edit by hand. The same "
+        "`--only cost,worker,longinput,coldstart,pipeline` for some sections); do not edit by hand. The same "
         "numbers are in [benchmarks.json](benchmarks.json). Everything here runs on one machine: "
         "the functions' real handlers against moto and the local model server. Timings are local "
         "proxies, noisy on a shared machine; each section says how it was measured, the spread of "
@@ -55,6 +55,8 @@ def markdown(document: dict[str, Any]) -> str:
         parts.append(_cost(document["cost"]))
     if "worker" in document:
         parts.append(_worker(document["worker"]))
+    if "longinput" in document:
+        parts.append(_longinput(document["longinput"]))
     if "coldstart" in document:
         parts.append(_coldstart(document["coldstart"]))
     if "pipeline" in document:
@@ -537,3 +539,35 @@ def _pipeline(pipeline: dict[str, Any]) -> str:
         "each size: that growth is local-mode behaviour, not the request path's.\n"
     )
     return "\n".join(out)
+
+
+def _longinput(section: dict[str, Any]) -> str:
+    timing = section["timing"]
+    lines = [
+        "## A 1 MiB summarize in steps\n",
+        f"{section['method']}.\n",
+        "| quantity | per job |",
+        "|---|---:|",
+        f"| input | {section['inputBytes']:,} bytes |",
+        f"| steps planned | {section['steps']} |",
+        f"| model calls | {section['modelCalls']} |",
+        f"| DynamoDB write units: tables | {section['writeUnits']['tables']} |",
+        f"| DynamoDB write units: indexes | {section['writeUnits']['indexes']} |",
+        f"| DynamoDB read units | {section['readUnits']} |",
+        f"| worker invocations | {section['workerInvocations']} |",
+        f"| dollars, without model tokens | ${section['usdPerJob']:.6f} |",
+        "",
+        f"With `[[delay:{timing['delaySecondsPerCall']:g}]]` in every map call: {timing['modelCalls']} calls "
+        f"took the worker **{timing['workerWallSeconds']} s**, against {timing['oneCallAtATimeSeconds']} s "
+        f"one call at a time (x{timing['speedup']}): `stepConcurrency` steps in flight, each reduce "
+        "level waiting for the level below it.\n",
+        "| step of the job | operation | table | item | writeUnits | indexWrites | perJob |",
+        "|---|---|---|---|---:|---|---:|",
+    ]
+    for row in section["dynamodb"]:
+        index = ", ".join(f"{k}: {v['units']}" for k, v in row.get("indexWrites", {}).items()) or "-"
+        lines.append(
+            f"| {row['step']} | {row['operation']} | {row['table']} | {row['item']} | "
+            f"{row.get('writeUnits', '-')} | {index} | {row['perJob']} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -41,6 +41,7 @@ class Fault(StrEnum):
     CANCEL_AFTER_SUBMIT = "cancel_after_submit"
     CANCEL_WHEN_RUNNING = "cancel_when_running"
     CONCURRENT_SUBMITS = "concurrent_identical_submits"
+    LONG_INPUT = "long_input"
 
     @property
     def process_fault(self) -> ProcessFault | None:
@@ -104,7 +105,14 @@ PROFILES: dict[Fault, FaultProfile] = {
     Fault.CONCURRENT_SUBMITS: FaultProfile(
         "", 0, _SUCCEEDS, f"{CONCURRENT_SUBMITS} identical concurrent submits make one job"
     ),
+    # Not a fault: a job planned in several steps, run among the others' faults (the background
+    # rates of the shim reach it too). Its calls are one per step, so "extra" varies with its plan.
+    Fault.LONG_INPUT: FaultProfile(
+        "", None, _SUCCEEDS, "a long input runs in checkpointed steps among the faults"
+    ),
 }
+# About this many bytes of text for a long-input job: several chunks of the stack's default plan.
+LONG_INPUT_BYTES = 60_000
 
 _WORDS = (
     *("ledger", "invoice", "shipment", "refund", "outage", "latency", "budget", "forecast"),
@@ -174,10 +182,26 @@ def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> Submi
         f"Chaos run {run_id}, job {index:04d}, fault {fault.value}. "
         f"The {words}. Nothing here needs more than one model call. {PROFILES[fault].directive}"
     ).strip()
+    if fault is Fault.LONG_INPUT:
+        text = _long_text(f"Chaos run {run_id}, job {index:04d}, a long input.", rng)
     operation = rng.choice(("summarize", "analyze", "classify"))
     if operation == "classify":
         return {"operation": operation, "input": {"text": text}, "options": {"labels": list(_LABELS)}}
     return {"operation": operation, "input": {"text": text}}
+
+
+def _long_text(opening: str, rng: random.Random) -> str:
+    """Paragraphs of seeded words, about LONG_INPUT_BYTES in all, the job's unique opening first."""
+    paragraphs = [opening]
+    size = len(opening)
+    while size < LONG_INPUT_BYTES:
+        sentences = [
+            f"The {' '.join(rng.choice(_WORDS) for _ in range(10))} moved as planned." for _ in range(8)
+        ]
+        paragraph = " ".join(sentences)
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 2
+    return "\n\n".join(paragraphs)
 
 
 def _poison(count: int, rng: random.Random, run_id: str) -> list[Poison]:

@@ -21,6 +21,7 @@ FAST_CONTEXT = {
     "leaseSeconds": "5",
     "heartbeatSeconds": "1",
     "dispatchGraceSeconds": "6",
+    "sweepLookSeconds": "2",
     "releaseMarginSeconds": "5",
     "defaultMonthlyTokens": str(CHAOS_MONTHLY_TOKENS),
 }

@@ -12,8 +12,10 @@ import json
 import time
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from outlast.chaos.driver import Driver, JobRun
@@ -24,8 +26,12 @@ from outlast.commands.local import local_client
 from outlast.local.model_server import messages_hash
 from shared import resources as r
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
+from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.contract import Operation
 from shared.idempotency import scope_hash
+from shared.job import JobRecord, StepOutput
+from shared.planner import PlanParameters, StepKind, plan_job, step_messages
 from shared.prompts import template_for
 
 MAX_ATTEMPTS = 3  # the stack's default maxAttempts: each claim makes at most one model call
@@ -49,6 +55,7 @@ class Observed:
     document: StatusDocument | None  # None: 404 to its own owner
     result: str  # "ok", "absent" (409), or what went wrong
     calls: list[dict[str, object]]
+    total_steps: int = 1  # the job's plan: one call per step when nothing fails
 
     @property
     def status(self) -> str:
@@ -64,11 +71,27 @@ def _job_id_of(body: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def request_hash(run: JobRun) -> str:
-    """The model server's key for the calls the worker makes for this job."""
+def request_hashes(run: JobRun, job: JobRecord | None, checkpoints: Mapping[str, StepOutput]) -> set[str]:
+    """The model server's keys for the calls the worker makes for this job: one per step of the
+    plan it makes from the stored parameters. A reduce's messages hold its children's outputs,
+    read from the checkpoints (a reduce whose children were never all written was never called)."""
     planned = run.planned
-    template = template_for(Operation(planned.request["operation"]))
-    return messages_hash(template.render(planned.text, planned.labels))
+    operation = Operation(planned.request["operation"])
+    plan = plan_job(
+        planned.text,
+        operation,
+        job.plan if job is not None else PlanParameters(),
+        prompt_version=job.prompt_version if job is not None else template_for(operation).version,
+        labels=planned.labels,
+    )
+    hashes = set()
+    for step in plan.steps:
+        if step.kind is not StepKind.REDUCE:
+            hashes.add(messages_hash(step_messages(plan, step)))
+        elif all(child in checkpoints for child in step.inputs):
+            children = [checkpoints[child].output for child in step.inputs]
+            hashes.add(messages_hash(step_messages(plan, step, children)))
+    return hashes
 
 
 class Verifier:
@@ -86,6 +109,10 @@ class Verifier:
         self.observed: dict[str, Observed] = {}
         self.collateral: set[str] = set()
         self.crashed_batches: Counter[str] = Counter()  # job id -> worker deaths it shared a batch with
+        dynamodb = local_client("dynamodb", driver.target.state)
+        table = driver.target.table("StorageJobsTable")
+        self._repository = DynamoJobRepository(dynamodb, table, idempotency_table="")
+        self._steps = DynamoStepStore(dynamodb, table)
         self.fired: dict[str, set[str]] = defaultdict(set)
 
     def verify(self) -> ChaosReport:
@@ -132,7 +159,10 @@ class Verifier:
             result = "absent" if error.status == 409 else f"HTTP {error.status}"
         except TransportError as error:
             result = f"unreadable: {error.reason}"
-        return Observed(run, document, result, calls.get(request_hash(run), []))
+        job = self._repository.get_job(job_id)
+        checkpoints = self._steps.get_steps(job_id, datetime.now(UTC)) if job and job.total_steps > 1 else {}
+        mine = [call for key in request_hashes(run, job, checkpoints) for call in calls.get(key, [])]
+        return Observed(run, document, result, mine, job.total_steps if job else 1)
 
     def _read_jobs(self) -> None:
         with urllib.request.urlopen(self.driver.target.model_url + "/_calls", timeout=30) as response:  # noqa: S310 - loopback
@@ -206,9 +236,14 @@ class Verifier:
 
     def _check_calls(self) -> None:
         """At most one call per claim, and at most MAX_ATTEMPTS claims of a job's own, plus one per
-        crashed batch it was in (such a claim is given back: crash isolation)."""
+        crashed batch it was in (such a claim is given back: crash isolation). A job in several
+        steps makes one call per step in a claim: it must end with every step done when it
+        Succeeded, and have made at least one call per step."""
         for job_id, seen in self.observed.items():
             if seen.document is None:
+                continue
+            if seen.total_steps > 1:
+                self._check_steps(job_id, seen)
                 continue
             attempts = seen.document["attempts"]
             allowed = MAX_ATTEMPTS + self.crashed_batches[job_id]
@@ -216,6 +251,20 @@ class Verifier:
                 self.report.violations.append(
                     f"{job_id} ({seen.run.fault}): {len(seen.calls)} model calls for {attempts} attempts"
                 )
+
+    def _check_steps(self, job_id: str, seen: Observed) -> None:
+        document = seen.document
+        if document is None or document["status"] != "Succeeded":
+            return
+        progress = document.get("progress") or {"completedSteps": 0, "totalSteps": 1}
+        if progress["completedSteps"] != progress["totalSteps"] or progress["totalSteps"] != seen.total_steps:
+            self.report.violations.append(f"{job_id}: Succeeded with progress {progress}")
+        answered = [call for call in seen.calls if call.get("outcome") == "ok"]
+        if len({call.get("requestHash") for call in answered}) < seen.total_steps:
+            self.report.violations.append(
+                f"{job_id}: Succeeded in {seen.total_steps} steps with answers to only "
+                f"{len({call.get('requestHash') for call in answered})} of them"
+            )
 
     def _list_ids(self) -> dict[str, list[str]]:
         return {
@@ -439,11 +488,18 @@ class Verifier:
         if fault in _PROVIDER_OUTCOMES:
             outcome = _PROVIDER_OUTCOMES[fault]
             return sum(any(call.get("outcome") == outcome for call in s.calls) for s in seen)
-        if fault is Fault.DUPLICATE_DELIVERY:
-            return sum(s.run.copies_sent == 3 for s in seen)
-        if fault is Fault.CONCURRENT_SUBMITS:
-            return sum(s.run.submit_calls > 1 for s in seen)
-        return sum(s.run.cancel_answer is not None for s in seen)
+        # The faults the driver causes itself, each seen in what it did (or what the plan made).
+        caused: dict[Fault, Callable[[Observed], bool]] = {
+            Fault.DUPLICATE_DELIVERY: lambda s: s.run.copies_sent == 3,
+            Fault.CONCURRENT_SUBMITS: lambda s: s.run.submit_calls > 1,
+            Fault.LONG_INPUT: lambda s: s.total_steps > 1,  # planned in steps, as meant
+        }
+
+        def canceled(s: Observed) -> bool:
+            return s.run.cancel_answer is not None
+
+        happened = caused.get(fault, canceled)
+        return sum(happened(s) for s in seen)
 
     def _check_costs(self, fault: Fault, seen: list[Observed]) -> None:
         """Outside crashed batches, a job that ended as predicted made exactly the predicted calls."""

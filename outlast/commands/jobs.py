@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from urllib.parse import urlsplit
 
 from outlast.client import (
@@ -52,6 +52,10 @@ from outlast.client import (
     is_bearer_token,
 )
 from outlast.live import LiveUpdates, LiveUpdatesError, open_live
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -283,12 +287,22 @@ def format_update(document: StatusDocument) -> str:
     return line + (f"  {_error_code(document)}" if document.get("error") else "")
 
 
+def steps_of(document: StatusDocument | None) -> tuple[int, int] | None:
+    """(completed, total) steps of a job planned in more than one, else None."""
+    progress = document.get("progress") if document is not None else None
+    if not progress or progress["totalSteps"] <= 1:
+        return None
+    return progress["completedSteps"], progress["totalSteps"]
+
+
 def progress_line(job_id: str, document: StatusDocument | None, elapsed: float) -> str:
-    """One line of --wait progress: status, attempts and time spent waiting."""
+    """One line of --wait progress: status, attempts, steps (of a multi-step job) and time spent."""
     if document is None:
         return f"job {job_id}: waiting, {elapsed:.0f} s elapsed"
     attempts = document.get("attempts", 0)
-    return f"job {job_id}: {document['status']}, attempts {attempts}, {elapsed:.0f} s elapsed"
+    steps = steps_of(document)
+    done = f", steps {steps[0]}/{steps[1]}" if steps else ""
+    return f"job {job_id}: {document['status']}, attempts {attempts}{done}, {elapsed:.0f} s elapsed"
 
 
 def is_loopback(api_url: str) -> bool:
@@ -308,10 +322,14 @@ class Console:
         self.err = err
         self.live = err.isatty()  # a terminal gets an updating progress line
         self._line_width = 0  # width of the open progress line on err, 0 when none
+        self.bar: RichProgress | None = None  # a multi-step job's live progress bar, while shown
 
     def note(self, message: str) -> None:
         """A message for the human, never on stdout; it starts below an open progress line."""
         self.end_line()
+        if self.bar is not None:
+            self.bar.console.print(message, markup=False, highlight=False)  # above the live bar
+            return
         print(message, file=self.err, flush=True)
 
     def redraw(self, line: str) -> None:
@@ -344,7 +362,8 @@ class Progress:
         self._job_id = job_id
         self._started = time.monotonic()
         self._document: StatusDocument | None = None
-        self._last_plain: tuple[str, int] | None = None
+        self._last_plain: tuple[str, int, tuple[int, int] | None] | None = None
+        self._task: TaskID | None = None
 
     def elapsed(self) -> float:
         """Seconds since the wait began."""
@@ -357,7 +376,7 @@ class Progress:
             self._draw()
             return
         # Logs and pipes get a line only when something changed, not one per poll.
-        state = (document["status"], document.get("attempts", 0))
+        state = (document["status"], document.get("attempts", 0), steps_of(document))
         if state != self._last_plain:
             self._last_plain = state
             self._console.note(progress_line(self._job_id, document, self.elapsed()))
@@ -376,11 +395,46 @@ class Progress:
             self._draw()
 
     def close(self) -> None:
-        """Keep the last progress line and move below it."""
+        """Keep the last progress line (or bar) and move below it."""
+        bar = self._console.bar
+        if bar is not None:
+            bar.refresh()
+            bar.stop()
+            self._console.bar = None
         self._console.end_line()
 
     def _draw(self) -> None:
-        self._console.redraw(progress_line(self._job_id, self._document, self.elapsed()))
+        steps = steps_of(self._document)
+        if steps is None and self._console.bar is None:
+            self._console.redraw(progress_line(self._job_id, self._document, self.elapsed()))
+            return
+        bar = self._console.bar or self._open_bar()
+        completed, total = steps or (0, 1)
+        status = self._document["status"] if self._document else "waiting"
+        if self._task is not None:
+            bar.update(self._task, completed=completed, total=total, status=status)
+        bar.refresh()
+
+    def _open_bar(self) -> RichProgress:
+        """A multi-step job: rich's progress bar takes over the line (loaded only for such a job)."""
+        from rich.console import Console as RichConsole  # noqa: PLC0415 - only a multi-step wait needs it
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+        from rich.progress import Progress as Bar  # noqa: PLC0415
+
+        self._console.end_line()
+        bar = Bar(
+            TextColumn(f"job {self._job_id}: {{task.fields[status]}}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("steps"),
+            TimeElapsedColumn(),
+            console=RichConsole(file=self._console.err),
+            auto_refresh=False,
+        )
+        bar.start()
+        self._task = bar.add_task("steps", total=1, status="waiting")
+        self._console.bar = bar
+        return bar
 
 
 # --- retries ---------------------------------------------------------------------------------

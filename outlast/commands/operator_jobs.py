@@ -220,9 +220,15 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         ("sweeper", _sweep(inspection)),
         ("input", _payload(inspection.input)),
         ("result", _payload(inspection.result) if inspection.result else "none"),
+        (
+            "plan",
+            f"{job.completed_steps}/{job.total_steps} steps checkpointed ({job.plan.plan_version}, "
+            f"chunkTokens {job.plan.chunk_tokens}, stepOutputTokens {job.plan.step_output_tokens})",
+        ),
     ]
     lines = [f"job {job.job_id} on the {label}, as of {instant(at)}"]
     lines += [f"  {name:<{_WIDTH}} {value}" for name, value in rows]
+    lines += _step_lines(inspection)
     shared, isolation = inspection.lanes[Lane.SHARED], inspection.lanes[Lane.ISOLATION]
     for name, lanes in (("DLQ", shared), ("isolation DLQ", isolation)):
         lines.append(f"  {name:<{_WIDTH}} {_dlq(lanes)}")
@@ -240,6 +246,24 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
 
 
 _WIDTH = 15
+
+
+def _step_lines(inspection: Inspection) -> list[str]:
+    """The plan's steps, one line each, for a job planned in more than one."""
+    if inspection.steps is None:
+        return [f"  {'':<{_WIDTH}} (the input is gone: its steps cannot be listed)"]
+    if len(inspection.steps) <= 1:
+        return []
+    lines = []
+    for row in inspection.steps:
+        state = (
+            f"checkpointed, {row.output_bytes} bytes"
+            + (f", {row.usage.input_tokens} in / {row.usage.output_tokens} out tokens" if row.usage else "")
+            if row.checkpointed
+            else "not yet"
+        )
+        lines.append(f"  {'':<{_WIDTH}} {row.step_id:<8} {row.kind:<6} reads {row.reads}: {state}")
+    return lines
 
 
 def _crashes(crashes: int, *, solo: bool, isolated: bool) -> str:

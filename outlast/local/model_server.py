@@ -372,19 +372,26 @@ def answer(request: ChatRequest) -> str:
 
 
 def count_tokens(text: str) -> int:
-    """Roughly OpenAI's rule of thumb, a token is three quarters of a word; deterministic."""
-    return math.ceil(len(text.split()) * 4 / 3)
+    """The same estimate as a prompt's: ceil(UTF-8 bytes / 4); deterministic."""
+    return math.ceil(len(text.encode("utf-8")) / 4)
 
 
 def truncate(text: str, max_tokens: int | None) -> tuple[str, bool]:
-    """Cut the answer to about max_tokens; True when it was cut (finish_reason "length")."""
-    if max_tokens is None:
+    """Cut the answer to max_tokens by the estimate, as a model stops at its max_tokens; True when it
+    was cut (finish_reason "length"). The cut falls between words when there are any, else between
+    code points: an input without spaces gets a bounded answer too."""
+    if max_tokens is None or count_tokens(text) <= max_tokens:
         return text, False
-    words = text.split()
-    limit = max(1, max_tokens * 3 // 4)
-    if len(words) <= limit:
-        return text, False
-    return " ".join(words[:limit]), True
+    limit = max_tokens * 4
+    kept = ""
+    for word in text.split():
+        candidate = f"{kept} {word}" if kept else word
+        if len(candidate.encode("utf-8")) > limit:
+            break
+        kept = candidate
+    if not kept:
+        kept = text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+    return kept, True
 
 
 def completion(request: ChatRequest) -> Reply:

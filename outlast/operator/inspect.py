@@ -1,7 +1,8 @@
 """`outlast jobs inspect`: the operator's view of one job, read straight from the tables and queues.
 
 The full internal record (lease, attempts, stalls, crashes, isolation, dispatchAt, redriveCount,
-the sweeper's next look), where its input and result live and how big they are, and which
+the sweeper's next look), its plan's steps and which are checkpointed (with each output's size
+and usage), where its input and result live and how big they are, and which
 messages on either DLQ (the jobs queue's and the isolation queue's) name it. Never the
 input or output text (logs and outputs hold neither, DESIGN.md "Security"), never a whole lease
 token: its first characters tell two leases apart, which is all an operator needs.
@@ -20,7 +21,8 @@ from outlast.operator.targets import Target
 from shared import resources as r
 from shared.adapters.dynamo_items import INPUT_SORT_VALUE, RESULT_SORT_VALUE, deserialize, job_key, job_pk
 from shared.clock import from_iso, to_iso
-from shared.job import BlobLocation, JobRecord
+from shared.job import BlobLocation, JobInput, JobRecord, Usage
+from shared.planner import plan_job
 from shared.ports import Lane
 
 LEASE_TOKEN_PREFIX = 8
@@ -56,6 +58,18 @@ class Lanes:
 
 
 @dataclass(frozen=True)
+class StepRow:
+    """One step of the job's plan, and its checkpoint if it has one (sizes, never text)."""
+
+    step_id: str
+    kind: str
+    reads: str  # `chunk 3` for a map step (from 1), the ids of the outputs a reduce combines
+    checkpointed: bool
+    output_bytes: int | None
+    usage: Usage | None
+
+
+@dataclass(frozen=True)
 class Inspection:
     """Everything `jobs inspect` shows about one job."""
 
@@ -63,6 +77,7 @@ class Inspection:
     sweep: SweepEntry | None
     input: Payload
     result: Payload | None
+    steps: list[StepRow] | None  # None: the input is gone, so the plan cannot be made again
     lanes: dict[Lane, Lanes]  # the jobs queue and the isolation queue, each with its DLQ
     now: datetime
 
@@ -83,11 +98,13 @@ def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -
         raise UnreadableJobError(f"the record of job {job_id} cannot be read ({unreadable})")
     if job is None:
         return None
+    job_input = target.payloads.get_input(job.job_id, job.input_location)
     return Inspection(
         job=job,
         sweep=_sweep_entry(target, job_id),
-        input=_input(target, job),
+        input=_input(target, job, job_input),
         result=_result(target, job),
+        steps=_steps(target, job, job_input, now) if job_input is not None else None,
         lanes={lane: _lane(target, lane, job_id, read_dlq=read_dlq) for lane in Lane},
         now=now,
     )
@@ -141,8 +158,37 @@ def _address(target: Target, job_id: str, location: BlobLocation, sort: str, pre
     return f"table {target.resources.jobs_table}, {r.PARTITION_KEY}={job_pk(job_id)} {r.SORT_KEY}={sort}"
 
 
-def _input(target: Target, job: JobRecord) -> Payload:
-    found = target.payloads.get_input(job.job_id, job.input_location)
+def _steps(target: Target, job: JobRecord, job_input: JobInput, now: datetime) -> list[StepRow]:
+    """The plan the worker makes of the stored input, joined with the checkpoints."""
+    plan = plan_job(
+        job_input.text,
+        job.operation,
+        job.plan,
+        prompt_version=job.prompt_version,
+        labels=job_input.labels,
+        max_output_tokens=job_input.max_output_tokens,
+    )
+    checkpoints = target.steps.get_steps(job.job_id, now) if plan.total_steps > 1 else {}
+    rows = []
+    for step in plan.steps:
+        found = checkpoints.get(step.step_id)
+        reads = (
+            ", ".join(step.inputs) if step.inputs else f"chunk {(step.chunk or 0) + 1} of {len(plan.chunks)}"
+        )
+        rows.append(
+            StepRow(
+                step_id=step.step_id,
+                kind=step.kind.value,
+                reads=reads,
+                checkpointed=found is not None,
+                output_bytes=len(found.output.encode()) if found is not None else None,
+                usage=found.usage if found is not None else None,
+            )
+        )
+    return rows
+
+
+def _input(target: Target, job: JobRecord, found: JobInput | None) -> Payload:
     address = _address(target, job.job_id, job.input_location, INPUT_SORT_VALUE, r.INPUT_PREFIX)
     if found is None:
         return Payload(job.input_location, address, present=False, text_bytes=None)
@@ -210,6 +256,16 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
         "sweep": (
             {"shard": inspection.sweep.shard, "at": _iso(inspection.sweep.at)} if inspection.sweep else None
         ),
+        "plan": {
+            "planVersion": job.plan.plan_version,
+            "chunkTokens": job.plan.chunk_tokens,
+            "stepOutputTokens": job.plan.step_output_tokens,
+            "completedSteps": job.completed_steps,
+            "totalSteps": job.total_steps,
+            "steps": [_step_document(row) for row in inspection.steps]
+            if inspection.steps is not None
+            else None,
+        },
         "input": _payload_document(inspection.input),
         "result": _payload_document(inspection.result) if inspection.result else None,
         "messages": _messages_document(inspection.lanes),
@@ -261,3 +317,18 @@ def _depth_document(depth: QueueDepth) -> dict[str, int]:
 
 def _iso(instant: datetime | None) -> str | None:
     return to_iso(instant) if instant is not None else None
+
+
+def _step_document(row: StepRow) -> dict[str, Any]:
+    return {
+        "stepId": row.step_id,
+        "kind": row.kind,
+        "reads": row.reads,
+        "checkpointed": row.checkpointed,
+        "outputBytes": row.output_bytes,
+        "usage": (
+            {"inputTokens": row.usage.input_tokens, "outputTokens": row.usage.output_tokens}
+            if row.usage
+            else None
+        ),
+    }

@@ -35,6 +35,7 @@ from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
+from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.ports import JobQueue, Lane
 
 DEFAULT_STACK_NAME = "outlast"
@@ -102,6 +103,11 @@ class Target:
     def repository(self) -> DynamoJobRepository:
         """The jobs table, through the functions' own adapter (the idempotency table is not needed)."""
         return DynamoJobRepository(self.dynamodb, self.resources.jobs_table, idempotency_table="")
+
+    @cached_property
+    def steps(self) -> DynamoStepStore:
+        """A multi-step job's checkpoints, through the worker's own adapter."""
+        return DynamoStepStore(self.dynamodb, self.resources.jobs_table)
 
     @cached_property
     def payloads(self) -> DynamoS3PayloadStore:

@@ -159,7 +159,8 @@ EXPECTED_ENVIRONMENT = {
         "JOB_RETENTION_DAYS",
         "IDEMPOTENCY_TTL_HOURS",
         "INPUT_RETENTION_HOURS",
-        "DISPATCH_GRACE_SECONDS",
+        "SWEEP_LOOK_SECONDS",
+        "DISPATCH_GRACE_SECONDS",  # when the sweeper first looks at a new job's budget reservation
         "PLAN_VERSION",
         "CHUNK_TOKENS",
         "STEP_OUTPUT_TOKENS",
@@ -194,7 +195,6 @@ EXPECTED_ENVIRONMENT = {
         "INPUT_RETENTION_HOURS",
         "DEFAULT_MODEL",
         "ALLOWED_MODELS",
-        "DISPATCH_GRACE_SECONDS",
     },
     FunctionName.SWEEPER: {
         r.ENV_JOBS_TABLE,
@@ -203,6 +203,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_ISOLATION_QUEUE_URL,
         r.ENV_BUDGETS_TABLE,
         "DISPATCH_GRACE_SECONDS",
+        "SWEEP_LOOK_SECONDS",
         "LEASE_SECONDS",
         "INPUT_RETENTION_HOURS",
         "MAX_CRASHES",

@@ -1,4 +1,5 @@
-"""`make bench`'s cost and worker benchmarks, run with tiny sizes: the report's shape, never its speed.
+"""`make bench`'s cost, worker and long-input benchmarks, run with tiny sizes: the report's shape,
+never its speed.
 
 The benchmark runs in a child process (`python -m outlast.bench --smoke`) because it replaces
 stdout, hooks boto3's default session and imports the handlers against its own moto: none of
@@ -32,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost",
+            "worker,cost,longinput",
             "--out-dir",
             str(out_dir),
         ],
@@ -124,3 +125,16 @@ def test_committed_price_table_names_a_source_for_every_price() -> None:
     for price in prices.prices.values():
         assert price.usd >= 0
         assert price.source.strip()
+
+
+def test_long_input_section_counts_steps_calls_and_units(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the long-input benchmark (a smaller document than 1 MiB, in steps)
+    document, markdown = report
+    section = document["longinput"]
+    # Then it ran in several steps, one model call each, and counted what they wrote
+    assert section["steps"] > 1
+    assert section["modelCalls"] == section["steps"] == section["timing"]["modelCalls"]
+    assert _positive(section["writeUnits"]["tables"])
+    assert any(row["item"] == "JOB/STEP" for row in section["dynamodb"])
+    assert _positive(section["usdPerJob"])
+    assert "A 1 MiB summarize in steps" in markdown

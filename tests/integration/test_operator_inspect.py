@@ -12,8 +12,11 @@ import outlast.local.stack
 from outlast.commands.local import DEFAULT_PORT
 from outlast.operator.targets import DEFAULT_LOCAL_PORT
 from shared.adapters.dynamo_items import job_key
-from shared.job import JobInput
+from shared.adapters.step_checkpoints import DynamoStepStore
+from shared.contract import Operation
+from shared.job import JobInput, StepOutput, Usage
 from shared.lifecycle import JobStatus
+from shared.planner import PlanParameters, plan_job
 from tests.integration.test_operator_dlq import World, build_cli, create_world
 from tests.support import jobs
 from tests.support.aws import REGION
@@ -195,3 +198,40 @@ def test_inspect_of_a_record_it_cannot_read_says_so(world: World) -> None:
     run = world.cli("jobs", "inspect", broken.job_id)
     assert run.code == 2
     assert f"the record of job {broken.job_id} cannot be read (KeyError while reading it)" in run.err
+
+
+def test_inspect_lists_a_multi_step_jobs_steps_and_its_checkpoints(world: World) -> None:
+    # Given a job planned in steps, two of its map steps checkpointed
+    parameters = PlanParameters(chunk_tokens=1000, step_output_tokens=100)
+    text = "\n\n".join(f"Paragraph {n}. " + "The ledger moved as planned. " * 100 for n in range(4))
+    job = jobs.create(world.repository, jobs.new_job().model_copy(update={"plan": parameters}))
+    world.payloads.put_input(JobInput(job_id=job.job_id, text=text), "item", job.expires_at)
+    steps = DynamoStepStore(world.repository._client, world.resources.jobs_table)
+    usage = Usage(input_tokens=40, output_tokens=7)
+    for step_id in ("m0000", "m0001"):
+        steps.put_step(
+            StepOutput(job_id=job.job_id, step_id=step_id, output="a summary", usage=usage),
+            job.expires_at,
+        )
+    plan = plan_job(text, Operation.SUMMARIZE, parameters, prompt_version=job.prompt_version)
+    assert plan.total_steps > 2
+
+    # When on-call inspects it
+    document = world.cli("jobs", "inspect", job.job_id, "--json", "--no-dlq").document
+    lines = world.cli("jobs", "inspect", job.job_id, "--no-dlq").out
+
+    # Then every planned step is listed, the checkpointed ones with their size and usage, no text
+    listed = document["plan"]["steps"]
+    assert [s["stepId"] for s in listed] == [step.step_id for step in plan.steps]
+    assert [s["stepId"] for s in listed if s["checkpointed"]] == ["m0000", "m0001"]
+    assert listed[0] == {
+        "stepId": "m0000",
+        "kind": "map",
+        "reads": f"chunk 1 of {len(plan.chunks)}",
+        "checkpointed": True,
+        "outputBytes": len(b"a summary"),
+        "usage": {"inputTokens": 40, "outputTokens": 7},
+    }
+    assert document["plan"]["chunkTokens"] == 1000
+    assert "m0001    map    reads chunk 2" in lines
+    assert "a summary" not in lines

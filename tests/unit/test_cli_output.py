@@ -314,6 +314,46 @@ def test_progress_on_a_terminal_is_one_updating_line():
     assert "Running" in text.split("\r")[-1]
 
 
+def test_progress_of_a_multi_step_job_on_a_terminal_is_a_bar_of_its_steps():
+    err = FakeTerminal()
+    console = jobs.Console(json_mode=False, out=io.StringIO(), err=err)
+    progress = jobs.Progress(console, JOB_ID)
+
+    progress.update(status_document("Pending", attempts=0, progress={"completedSteps": 0, "totalSteps": 9}))
+    progress.update(status_document("Running", progress={"completedSteps": 3, "totalSteps": 9}))
+    console.note("a note above the bar")
+    progress.update(status_document("Succeeded", progress={"completedSteps": 9, "totalSteps": 9}))
+    progress.close()
+
+    text = err.getvalue()
+    assert "3/9" in text
+    assert "9/9" in text
+    assert "a note above the bar" in text
+    assert console.bar is None  # closed: later output is plain again
+
+
+def test_a_one_step_job_keeps_the_plain_line():
+    err = FakeTerminal()
+    console = jobs.Console(json_mode=False, out=io.StringIO(), err=err)
+    progress = jobs.Progress(console, JOB_ID)
+
+    progress.update(status_document("Running", progress={"completedSteps": 0, "totalSteps": 1}))
+
+    assert console.bar is None
+    assert "steps" not in err.getvalue()
+
+
+def test_progress_elsewhere_prints_a_line_per_step_of_a_multi_step_job():
+    err = io.StringIO()
+    progress = jobs.Progress(jobs.Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)
+
+    for done in (1, 2, 2):
+        progress.update(status_document("Running", progress={"completedSteps": done, "totalSteps": 4}))
+
+    lines = err.getvalue().splitlines()
+    assert [line.split("steps ")[1].split(",")[0] for line in lines] == ["1/4", "2/4"]
+
+
 def test_progress_elsewhere_prints_a_line_per_change_only():
     err = io.StringIO()
     progress = jobs.Progress(jobs.Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)

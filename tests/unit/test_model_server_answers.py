@@ -14,11 +14,13 @@ from outlast.local.model_server import (
     combine_analyses,
     combine_summaries,
     context_reply,
+    count_tokens,
     detect_operation,
     detect_template,
     messages_hash,
     part_of,
     strip_directives,
+    truncate,
 )
 from shared.contract import Operation
 from shared.prompts import BY_VERSION, MAP_TEMPLATES, REDUCE_TEMPLATES, template_for
@@ -158,3 +160,15 @@ def test_the_context_reply_is_openais(max_tokens: int | None, message: str) -> N
             "code": "context_length_exceeded",
         }
     }
+
+
+@pytest.mark.parametrize("text", ["word " * 5000, "a" * 20_000, "語" * 8000])
+def test_an_answer_never_runs_past_max_tokens_even_without_spaces(text: str) -> None:
+    # A real model stops at max_tokens; a reduce over unbounded map answers would otherwise grow
+    # past any context (a 1 MiB input without spaces did)
+    cut, was_cut = truncate(text, 100)
+
+    assert was_cut is True
+    assert count_tokens(cut) <= 100
+    assert cut
+    assert truncate("short answer", 100) == ("short answer", False)

@@ -133,13 +133,14 @@ class TestNewSubmit:
 
         assert order == ["claim", "input", "job"]
 
-    def test_the_sweeper_looks_at_the_job_after_the_dispatch_grace(
+    def test_the_sweeper_looks_at_the_job_one_look_after_its_submit(
         self, deps: SubmitDependencies, repository: InMemoryJobRepository
     ) -> None:
+        # The only sweep index write before the terminal one: claims and releases leave it alone
         job = submit(deps).job
 
         assert repository.sweep_at[job.job_id] == job.dispatch_at + timedelta(
-            seconds=deps.settings.dispatch_grace_seconds
+            seconds=deps.settings.sweep_look_seconds
         )
 
     def test_keeps_the_classify_options_with_the_input(

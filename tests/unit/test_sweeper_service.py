@@ -261,3 +261,39 @@ def test_an_old_job_sent_again_renews_its_input(
     store = deps.payloads
     assert isinstance(store, InMemoryPayloadStore)
     assert store.expires_at[("input", job.job_id, "item")] == clock.now() + timedelta(hours=24)
+
+
+def test_a_live_lease_is_looked_at_again_one_look_later(
+    deps: SweeperDependencies, flaky: FlakyRepository, clock: FakeClock
+) -> None:
+    # Given a running job whose index entry came due while its holder still heartbeats
+    job = job_record(
+        clock.now(),
+        status=JobStatus.RUNNING,
+        lease_token="live",
+        lease_expires_at=clock.now() + timedelta(seconds=40),
+    )
+    flaky.create_job(job, clock.now())
+
+    # When the sweeper looks
+    report = sweep(deps)
+
+    # Then it defers the look by one look (a crash after that is still found within a look of
+    # the lease's end), and touches nothing else
+    assert flaky.sweep_at[job.job_id] == clock.now() + timedelta(seconds=deps.settings.sweep_look_seconds)
+    assert flaky.jobs[job.job_id].status is JobStatus.RUNNING
+    assert (report.deferred, report.recoveries) == (1, 0)
+
+
+def test_a_job_backing_off_is_looked_at_again_when_its_dispatch_grace_ends(
+    deps: SweeperDependencies, flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock
+) -> None:
+    # Given a job the worker handed back with backoff (its index entry, from the submit, is due)
+    job = job_record(clock.now(), attempts=1, dispatch_at=clock.now() + timedelta(seconds=30))
+    flaky.create_job(job, clock.now())
+
+    sweep(deps)
+
+    # Then nothing is re-sent (its own message brings it back); the look moves past its grace
+    assert queue.sent == []
+    assert flaky.sweep_at[job.job_id] == job.dispatch_at + GRACE

@@ -21,7 +21,7 @@ from shared.adapters.sqs_queue import encode_message
 from shared.errors import StorageUnavailableError
 from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
-from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease
+from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease, Transition
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
@@ -430,3 +430,37 @@ def test_the_fake_payload_store_is_write_once_like_the_adapter(payloads: InMemor
     payloads.put_input(JobInput(job_id="j", text="two"), "item", expires + timedelta(days=1))
     assert payloads.get_input("j", "item") == JobInput(job_id="j", text="one")
     assert payloads.expires_at[("input", "j", "item")] == expires
+
+
+# --- cost: one request per claim, no index write -------------------------------------------------
+
+
+class NoReads(InMemoryJobRepository):
+    """The worker must claim without reading the job first (one UpdateItem, DESIGN.md "Cost"), and
+    the claim must leave the sweeper index alone; records the index entry at each claim."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sweep_at_claims: list[datetime] = []
+
+    def get_job(self, job_id: str) -> JobRecord | None:
+        raise AssertionError("the claim reads the job first")
+
+    def transition(self, transition: Transition) -> JobRecord:
+        written = super().transition(transition)
+        if written.status is JobStatus.RUNNING:
+            self.sweep_at_claims.append(self.sweep_at[written.job_id])
+        return written
+
+
+def test_the_claim_is_one_request_and_leaves_the_sweep_index_alone(make_world: Callable[..., World]) -> None:
+    repository = NoReads()
+    world = make_world(repository=repository)
+    job = world.job()
+    submitted_sweep_at = repository.sweep_at[job.job_id]
+
+    world.deliver(job)
+
+    assert repository.sweep_at_claims == [submitted_sweep_at]  # the claim moved no index entry
+    assert repository.jobs[job.job_id].status is JobStatus.SUCCEEDED
+    assert job.job_id not in repository.sweep_at  # the terminal write removed it

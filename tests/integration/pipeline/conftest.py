@@ -53,6 +53,7 @@ def pipeline(
         "BACKOFF_CAP_SECONDS": "20",
         "RELEASE_MARGIN_SECONDS": "2",
         "DISPATCH_GRACE_SECONDS": "3",
+        "SWEEP_LOOK_SECONDS": "1",
         "SECRET_MAX_AGE_SECONDS": "0",
     }
     for name, value in environment.items():

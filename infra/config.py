@@ -121,6 +121,9 @@ class StageConfig(BaseModel):
     default_model: str = Field(default="gpt-4o-mini", alias="defaultModel", min_length=1)
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="allowedModels", min_length=1)
     openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
+    # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own
+    # (`outlast budgets set`); 0: no limit, and no budget writes for them.
+    default_monthly_tokens: int = Field(default=0, alias="defaultMonthlyTokens", ge=0)
 
     # The worker.
     worker_timeout_seconds: int = Field(default=300, alias="workerTimeoutSeconds", ge=30)

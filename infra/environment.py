@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from functions.budget.settings import BudgetApiSettings
 from functions.notifier.settings import NotifierSettings
 from functions.relay.settings import RelaySettings
 from functions.status.settings import StatusSettings
@@ -70,15 +71,17 @@ def powertools_environment(config: StageConfig, function: FunctionName, *, trace
 
 
 def submit_environment(
-    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str
+    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, budgets_table: str
 ) -> dict[str, str]:
-    """The submit function: where to write, and the policy applied to new jobs."""
+    """The submit function: where to write, and the policy applied to new jobs (their budgets too)."""
     return settings_environment(
         SubmitSettings,
         {
             "jobs_table": jobs_table,
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
+            "budgets_table": budgets_table,
+            "default_monthly_tokens": config.default_monthly_tokens,
             "submits_per_minute": config.submits_per_minute,
             "max_attempts": config.max_attempts,
             "default_model": config.default_model,
@@ -92,18 +95,27 @@ def submit_environment(
             "step_output_tokens": config.step_output_tokens,
             # New jobs get their first sweep time from it: it must agree with the sweeper's.
             "sweep_look_seconds": config.sweep_look_seconds,
+            # The time the sweeper first looks at a new job's budget reservation: the sweeper's grace.
+            "dispatch_grace_seconds": config.dispatch_grace_seconds,
         },
     )
 
 
 def status_environment(
-    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, cursor_secret_arn: str
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    idempotency_table: str,
+    bucket: str,
+    cursor_secret_arn: str,
+    budgets_table: str,
 ) -> dict[str, str]:
     """The status function (status, result, list, cancel)."""
     return settings_environment(
         StatusSettings,
         {
             "jobs_table": jobs_table,
+            "budgets_table": budgets_table,
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
             "cursor_secret": cursor_secret_arn,
@@ -160,13 +172,20 @@ def worker_environment(
 
 
 def sweeper_environment(
-    config: StageConfig, *, jobs_table: str, bucket: str, jobs_queue_url: str, isolation_queue_url: str
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    bucket: str,
+    jobs_queue_url: str,
+    isolation_queue_url: str,
+    budgets_table: str,
 ) -> dict[str, str]:
-    """The sweeper: what counts as stuck, and where recovered jobs are re-sent."""
+    """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations it repairs."""
     return settings_environment(
         SweeperSettings,
         {
             "jobs_table": jobs_table,
+            "budgets_table": budgets_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,
@@ -200,10 +219,16 @@ def ws_connections_environment(*, connections_table: str, connections_endpoint: 
 
 
 def notifier_environment(
-    *, connections_table: str, connections_endpoint: str, webhooks_table: str, webhooks_queue_url: str
+    *,
+    connections_table: str,
+    connections_endpoint: str,
+    webhooks_table: str,
+    webhooks_queue_url: str,
+    budgets_table: str,
 ) -> dict[str, str]:
-    """The notifier: the connection store, the stage's management endpoint (its callback URL), and
-    where webhook endpoints are read and their deliveries enqueued."""
+    """The notifier: the connection store, the stage's management endpoint (its callback URL),
+    where webhook endpoints are read and their deliveries enqueued, and the budget ledger terminal
+    writes settle in."""
     return settings_environment(
         NotifierSettings,
         {
@@ -211,6 +236,7 @@ def notifier_environment(
             "connections_endpoint": connections_endpoint,
             "webhooks_table": webhooks_table,
             "webhooks_queue_url": webhooks_queue_url,
+            "budgets_table": budgets_table,
         },
     )
 
@@ -229,4 +255,12 @@ def webhook_sender_environment(
             "retry_scale": config.webhook_retry_scale,
             "local_egress": False,
         },
+    )
+
+
+def budget_environment(config: StageConfig, *, budgets_table: str) -> dict[str, str]:
+    """The budget function (GET /v1/budget): the ledger and the stage's default limit."""
+    return settings_environment(
+        BudgetApiSettings,
+        {"budgets_table": budgets_table, "default_monthly_tokens": config.default_monthly_tokens},
     )

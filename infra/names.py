@@ -23,6 +23,7 @@ SWEEPER = "Sweeper"
 API = "Api"
 REALTIME = "Realtime"
 WEBHOOKS = "Webhooks"
+BUDGETS = "Budgets"
 MONITORING = "Monitoring"
 PACKAGING = "Packaging"
 
@@ -41,6 +42,7 @@ OPENAI_SECRET = "OpenAiKey"  # noqa: S105 - a construct id, not a secret
 CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
 HTTP_API = "HttpApi"
 CONNECTIONS_TABLE = "ConnectionsTable"
+BUDGETS_TABLE = "BudgetsTable"
 WEBSOCKET_API = "WebSocketApi"
 WEBSOCKET_STAGE = "Stage"
 TICKET_AUTHORIZER = "TicketAuthorizer"
@@ -81,6 +83,7 @@ class FunctionName(StrEnum):
     WS_MESSAGES = "ws_messages"
     NOTIFIER = "notifier"
     WEBHOOK_SENDER = "webhook_sender"
+    BUDGET = "budget"
 
     @property
     def construct_id(self) -> str:
@@ -119,6 +122,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/jobs/{jobId}/result", FunctionName.STATUS),
     Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
     Route("POST", "/v1/realtime/tickets", FunctionName.TICKETS),
+    Route("GET", "/v1/budget", FunctionName.BUDGET),
 )
 
 # CORS (DESIGN.md, "HTTP contract"): what browsers may send and read.
@@ -148,6 +152,8 @@ class Output(StrEnum):
     WEBHOOKS_TABLE_NAME = "WebhooksTableName"
     WEBHOOKS_QUEUE_URL = "WebhooksQueueUrl"
     WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
+    BUDGETS_TABLE_NAME = "BudgetsTableName"
+    DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
 
 
 class Runbook(StrEnum):
@@ -165,6 +171,9 @@ class Runbook(StrEnum):
     NOTIFIER_FAILURES = "notifier-failures"
     WEBHOOKS_DLQ_NOT_EMPTY = "webhooks-dlq-not-empty"
     WEBHOOK_FAILURE_RATE = "webhook-failure-rate"
+    BUDGET_NEAR_LIMIT = "budget-near-limit"
+    BUDGET_EXHAUSTED = "budget-exhausted"
+    BUDGET_OVERRUNS = "budget-overruns"
 
     @property
     def link(self) -> str:

@@ -10,6 +10,7 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
+from infra.constructs.budgets import Budgets
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -21,6 +22,7 @@ from infra.function_factory import FunctionFactory
 from infra.names import (
     API,
     AUTH,
+    BUDGETS,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -50,12 +52,21 @@ class OutlastStack(Stack):
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
         storage = Storage(self, STORAGE, config=config)
+        budgets = Budgets(self, BUDGETS, config=config, factory=factory)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
-        sweeper = Sweeper(self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox)
+        sweeper = Sweeper(
+            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+        )
         webhooks = Webhooks(self, WEBHOOKS, config=config, factory=factory)
         realtime = Realtime(
-            self, REALTIME, config=config, factory=factory, storage=storage, webhooks=webhooks
+            self,
+            REALTIME,
+            config=config,
+            factory=factory,
+            storage=storage,
+            webhooks=webhooks,
+            budgets=budgets,
         )
         api = Api(
             self,
@@ -64,7 +75,11 @@ class OutlastStack(Stack):
             factory=factory,
             auth=auth,
             storage=storage,
-            route_functions={FunctionName.TICKETS: realtime.tickets_function},
+            budgets=budgets,
+            route_functions={
+                FunctionName.TICKETS: realtime.tickets_function,
+                FunctionName.BUDGET: budgets.function,
+            },
         )
         functions = {
             **api.functions,
@@ -130,6 +145,14 @@ class OutlastStack(Stack):
             Output.WEBHOOKS_DLQ_URL: (
                 webhooks.dead_letter_queue.queue_url,
                 "Webhooks DLQ: `outlast webhooks deliveries`, `webhooks redrive`",
+            ),
+            Output.BUDGETS_TABLE_NAME: (
+                budgets.table.table_name,
+                "Token budgets: tenants' limits, monthly counters, open reservations (`outlast budgets`)",
+            ),
+            Output.DEFAULT_MONTHLY_TOKENS: (
+                str(config.default_monthly_tokens),
+                "The stage's monthly token limit for tenants without their own (0: no limit)",
             ),
             Output.OPENAI_SECRET_ARN: (
                 worker.openai_secret.secret_arn,

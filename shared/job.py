@@ -34,6 +34,24 @@ class Usage(BaseModel):
     output_tokens: int
 
 
+class BudgetHold(BaseModel):
+    """What one run of a job holds of its tenant's monthly token budget (DESIGN.md, "Token budgets").
+
+    Written on the job when the run's reservation is made (at submit for the first run, by the
+    operator's redrive for a later one), so that settlement reads everything it needs from the
+    job as the stream shows it: the period the tokens were reserved in (settlement goes there even
+    when the job ends in the next month), how many, the job's usage before this run (what earlier
+    runs already settled), and which run it is (the reservation's key with the job id).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    period: str
+    tokens: int
+    base_tokens: int = 0
+    run: int = 0
+
+
 class Caller(BaseModel):
     """Who is asking: ownership is tenant + sub, nothing less."""
 
@@ -69,9 +87,27 @@ class JobSummary(BaseModel):
     usage: Usage | None = None
     # +1 on every write of the job item: a job as submit first writes it is revision 1.
     revision: int = 1
+    # The current run's share of its tenant's token budget; None when the tenant has no limit.
+    budget: BudgetHold | None = None
 
-    def status_document(self) -> StatusDocument:
-        """The caller's view: no lease, fingerprint, model internals or storage locations."""
+    def reserved_tokens(self, settled: bool | None = None) -> int | None:
+        """The tokens the run still holds: all of its reservation until it is settled.
+
+        A job that has not ended holds its reservation for certain. Whether an ended job's run is
+        settled yet only the budget ledger knows: `settled` is its answer, and without one (None)
+        an ended job shows none, as its settlement follows the terminal write within moments.
+        """
+        if self.budget is None or settled is True:
+            return None
+        if settled is None and is_terminal(self.status):
+            return None
+        return self.budget.tokens
+
+    def status_document(self, settled: bool | None = None) -> StatusDocument:
+        """The caller's view: no lease, fingerprint, model internals or storage locations.
+
+        `settled`: whether the budget ledger has settled this run (see `reserved_tokens`).
+        """
         return StatusDocument(
             job_id=self.job_id,
             status=self.status,
@@ -91,6 +127,7 @@ class JobSummary(BaseModel):
                 if self.usage
                 else None
             ),
+            reserved_tokens=self.reserved_tokens(settled),
         )
 
 

@@ -12,6 +12,7 @@ from shared.cursor import ListPosition
 from shared.errors import ConditionFailedError
 from shared.job import (
     BlobLocation,
+    BudgetHold,
     IdempotencyRecord,
     JobError,
     JobInput,
@@ -86,6 +87,12 @@ class Transition:
     result_location: BlobLocation | None = None
     result_body: str | None = None  # a small result written into the job item (location "job")
     input_location: BlobLocation | None = None  # where the input is from now on (moved out of the item)
+    # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
+    # new run holds nothing, its tenant has no limit or its input is gone).
+    budget: BudgetHold | None = None
+    # Only while the job is still in the run this many redrives in (the run a reservation was
+    # made after: a redrive that raced another one must not carry a hold made for a stale run).
+    require_redrive_count: int | None = None
 
     @property
     def kind(self) -> WriteKind:

@@ -98,3 +98,13 @@ WEBHOOKS_TENANT_INDEX_PROJECTION = (
 # The sender's metrics (service `webhook_sender`): the failure-rate alarm divides the second by the first.
 WEBHOOK_ATTEMPTS_METRIC = "WebhookAttempts"
 WEBHOOK_FAILURES_METRIC = "WebhookAttemptFailures"
+# Token budgets (DESIGN.md, "Token budgets"): per-tenant limits, per-month counters and one
+# reservation per run of a job, in a table of their own with no stream (transactions on it).
+ENV_BUDGETS_TABLE = "BUDGETS_TABLE_NAME"
+BUDGETS_PARTITION_KEY = "pk"
+BUDGETS_SORT_KEY = "sk"
+# Open reservations only carry its keys (a sparse index, sharded): the sweeper's way to the
+# reservations that nothing settled, without a scan.
+BUDGET_CHECK_INDEX = "byCheck"
+BUDGET_CHECK_PARTITION = "checkShard"
+BUDGET_CHECK_SORT = "checkAt"

@@ -257,6 +257,7 @@ def _conditions_hold(job: JobRecord, t: Transition) -> bool:
         and (not t.require_lease_expired or job.lease_expires_at is None or job.lease_expires_at <= t.now)
         and (not t.count_attempt or job.stalls < job.max_attempts)
         and (not t.require_not_isolated or not job.isolated)
+        and (t.require_redrive_count is None or job.redrive_count == t.require_redrive_count)
     )
 
 
@@ -275,7 +276,9 @@ def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
             error=None,
             result_location=None,
         )
-    else:
+    if t.operator_redrive:
+        changes["budget"] = t.budget  # the new run's hold replaces the ended run's
+    if not t.renew_attempts:
         if t.isolate:
             changes["isolated"] = True
         if t.count_crash:

@@ -10,11 +10,13 @@ from typing import Any
 import boto3
 
 from functions.notifier.settings import NotifierSettings
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_connections import DynamoConnectionStore
 from shared.adapters.dynamodb_webhooks import DynamoEndpointStore
 from shared.adapters.job_stream import job_change
 from shared.adapters.management_api import CLIENT_CONFIG, ManagementApiGateway
 from shared.adapters.sqs_webhooks import SqsDeliveryQueue
+from shared.budget_ports import BudgetLedger
 from shared.realtime import JobChange
 from shared.realtime_ports import ConnectionGateway, ConnectionStore
 from shared.webhooks.deliveries import DeliveryEnqueuer
@@ -22,7 +24,7 @@ from shared.webhooks.deliveries import DeliveryEnqueuer
 
 @dataclass(frozen=True)
 class NotifierDependencies:
-    """The connection store, the stage's management API, the stream record reader, and webhooks."""
+    """The connection store, the stage's management API, the stream record reader, webhooks and budgets."""
 
     store: ConnectionStore
     gateway: ConnectionGateway
@@ -30,6 +32,8 @@ class NotifierDependencies:
     read_change: Callable[[Mapping[str, Any]], JobChange | None]
     # Terminal writes -> one message per subscribed endpoint on the webhooks queue.
     webhooks: DeliveryEnqueuer
+    # Token budgets: terminal writes settle their run's reservation (functions.notifier.settlement).
+    budgets: BudgetLedger
 
 
 @cache
@@ -48,4 +52,5 @@ def build_dependencies(settings: NotifierSettings) -> NotifierDependencies:
             DynamoEndpointStore(dynamodb, settings.webhooks_table),
             SqsDeliveryQueue(boto3.client("sqs"), settings.webhooks_queue_url),
         ),
+        budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
     )

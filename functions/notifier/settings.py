@@ -5,12 +5,13 @@ from __future__ import annotations
 from pydantic import Field
 
 from shared import resources as r
-from shared.settings import EnvSettings
+from shared.settings import BudgetStorageSettings
 
 
-class NotifierSettings(EnvSettings):
-    """Where connections are kept, the stage's management endpoint (its callback URL), and where
-    webhook endpoints are read (the tenant index) and their deliveries enqueued."""
+class NotifierSettings(BudgetStorageSettings):
+    """Where connections are kept, the stage's management endpoint (its callback URL), where
+    webhook endpoints are read (the tenant index) and their deliveries enqueued, and the budget
+    ledger terminal writes settle in."""
 
     connections_table: str = Field(alias=r.ENV_CONNECTIONS_TABLE, min_length=1)
     connections_endpoint: str = Field(alias=r.ENV_CONNECTIONS_ENDPOINT, min_length=1)

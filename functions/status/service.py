@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from functions.status.dependencies import StatusDependencies
+from shared import budgets
 from shared.clock import truncate_to_millis
 from shared.contract import JobPage, ResultDocument, UsageDocument
 from shared.errors import (
@@ -109,4 +110,4 @@ def list_jobs(
     next_cursor = (
         codec.encode(caller, status_name, page.next_position) if page.next_position is not None else None
     )
-    return JobPage(items=[job.status_document() for job in page.items], next_cursor=next_cursor)
+    return JobPage(items=budgets.documents(deps.budgets, page.items), next_cursor=next_cursor)

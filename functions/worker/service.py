@@ -205,7 +205,8 @@ class JobWorker:
         request = CompletionRequest(
             model=job.model,
             messages=template.render(job_input.text, job_input.labels),
-            max_output_tokens=job_input.max_output_tokens,
+            # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
+            max_output_tokens=plan.steps[0].max_tokens,
         )
         try:
             completion = await self._call_under_lease(run, request)

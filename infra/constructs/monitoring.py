@@ -26,6 +26,7 @@ from infra.constructs.webhooks import Webhooks
 from infra.function_factory import removal_policy
 from infra.names import ALARM_TOPIC, SWEEPER_RECOVERIES_METRIC, FunctionName, Runbook
 from shared import resources as r
+from shared.budgets import NEAR_LIMIT_PERCENT
 
 _GTE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 _ONE_MINUTE = Duration.minutes(1)
@@ -89,6 +90,22 @@ class Monitoring(Construct):
             period=_FIVE_MINUTES,
         )
         self.webhook_failure_rate = self._webhook_failure_rate(config)
+        self.budget_committed = self._metric(
+            config, "BudgetCommittedPercent", FunctionName.SUBMIT, cloudwatch.Stats.MAXIMUM
+        )
+        self.budget_exceeded = self._metric(
+            config, "BudgetExceeded", FunctionName.SUBMIT, cloudwatch.Stats.SUM
+        )
+        # Settlements happen in the notifier and, for what it missed, in the sweeper.
+        self.budget_overruns = cloudwatch.MathExpression(
+            expression="FILL(notifier, 0) + FILL(sweeper, 0)",
+            using_metrics={
+                name.service: self._metric(config, "BudgetOverruns", name, cloudwatch.Stats.SUM)
+                for name in (FunctionName.NOTIFIER, FunctionName.SWEEPER)
+            },
+            label="BudgetOverruns",
+            period=_FIVE_MINUTES,
+        )
         specs = [
             AlarmSpec(
                 "DlqNotEmpty",
@@ -180,6 +197,38 @@ class Monitoring(Construct):
                 Runbook.WEBHOOK_FAILURE_RATE,
             ),
             AlarmSpec(
+                "BudgetNearLimit",
+                self.budget_committed,
+                NEAR_LIMIT_PERCENT,
+                f"A tenant's committed tokens (used plus reserved) passed {NEAR_LIMIT_PERCENT}% of its "
+                "monthly budget: its submits will soon be refused with 403 budget_exceeded.",
+                "Find the tenant in the submit logs ('tenant budget near its limit'), check its budget with "
+                "`outlast budgets show --tenant T`, and raise it with `outlast budgets set` if the spend is "
+                "expected.",
+                Runbook.BUDGET_NEAR_LIMIT,
+            ),
+            AlarmSpec(
+                "BudgetExhausted",
+                self.budget_exceeded,
+                1,
+                "A tenant reached 100% of its monthly token budget: a submit did not fit and was refused "
+                "with 403 budget_exceeded.",
+                "Find the tenant in the submit logs ('tenant budget exhausted'); raise its budget with "
+                "`outlast budgets set --tenant T --monthly-tokens N`, or let it wait for the reset.",
+                Runbook.BUDGET_EXHAUSTED,
+            ),
+            AlarmSpec(
+                "BudgetOverruns",
+                self.budget_overruns,
+                1,
+                "A job used more tokens than it reserved: the reservation was not an upper bound (the "
+                "reduce re-read factor, or two claims that both called the model for one step). Its usage "
+                "was counted in full, so its tenant may pass its limit by the difference.",
+                "Read the settlement log line ('a run used more tokens than it reserved') for the job and "
+                "compare its usage with its plan; see the runbook before changing the bound.",
+                Runbook.BUDGET_OVERRUNS,
+            ),
+            AlarmSpec(
                 "SweeperRecoveries",
                 self.sweeper_recoveries,
                 config.sweeper_recovery_alarm_threshold,
@@ -211,6 +260,14 @@ class Monitoring(Construct):
             )
         self.alarms = [self._alarm(spec) for spec in specs]
         self.dashboard = self._dashboard(api, outbox, functions)
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Token budgets: highest committed share of a limit (%), refusals, overruns",
+                left=[self.budget_committed],
+                right=[self.budget_exceeded, self.budget_overruns],
+                width=24,
+            ),
+        )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Live updates: notifier iterator age and failed pushes",
@@ -261,6 +318,17 @@ class Monitoring(Construct):
             },
             label="Webhook attempts failed (%)",
             period=Duration.minutes(15),
+        )
+
+    @staticmethod
+    def _metric(config: StageConfig, name: str, function: FunctionName, statistic: str) -> cloudwatch.Metric:
+        """One of the functions' EMF metrics (the `service` dimension is the function)."""
+        return cloudwatch.Metric(
+            namespace=config.metrics_namespace,
+            metric_name=name,
+            dimensions_map={"service": function.service},
+            statistic=statistic,
+            period=_FIVE_MINUTES,
         )
 
     def _topic(self, config: StageConfig) -> sns.Topic:

@@ -47,6 +47,7 @@ from infra.config import (
     NOTIFIER_RETRY_ATTEMPTS,
     StageConfig,
 )
+from infra.constructs.budgets import Budgets
 from infra.constructs.outbox import secure_queue
 from infra.constructs.storage import Storage
 from infra.constructs.webhooks import Webhooks
@@ -111,6 +112,7 @@ class Realtime(Construct):
         factory: FunctionFactory,
         storage: Storage,
         webhooks: Webhooks,
+        budgets: Budgets,
     ) -> None:
         super().__init__(scope, construct_id)
         self.connections_table = self._table()
@@ -177,7 +179,10 @@ class Realtime(Construct):
         self.notifier_failures = secure_queue(
             self, NOTIFIER_FAILURE_QUEUE, retention_period=Duration.days(DLQ_RETENTION_DAYS)
         )
-        self.notifier = self._notifier(factory, storage, table, webhooks)
+        self.notifier = self._notifier(factory, storage, table, webhooks, budgets.table.table_name)
+        # Token budgets: each terminal write settles its run's reservation (functions.notifier.settlement),
+        # a transaction of a conditional Delete (the reservation) and an Update (the counter).
+        grants.grant_table(budgets.table, self.notifier, ["DeleteItem", "UpdateItem"])
         self.functions = {
             FunctionName.TICKETS: self.tickets_function,
             FunctionName.WS_AUTHORIZER: self.authorizer_function,
@@ -248,7 +253,7 @@ class Realtime(Construct):
         nag.acknowledge(self.web_socket_api, "AwsSolutions-APIG4", _UNAUTHORIZED_ROUTES_REASON)
 
     def _notifier(
-        self, factory: FunctionFactory, storage: Storage, table: str, webhooks: Webhooks
+        self, factory: FunctionFactory, storage: Storage, table: str, webhooks: Webhooks, budgets_table: str
     ) -> lambda_.Function:
         notifier = self._function(
             factory,
@@ -258,6 +263,7 @@ class Realtime(Construct):
                 connections_endpoint=self.stage.callback_url,
                 webhooks_table=webhooks.table.table_name,
                 webhooks_queue_url=webhooks.queue.queue_url,
+                budgets_table=budgets_table,
             ),
             "outlast notifier: job writes on the jobs table stream -> their owners' WebSocket connections",
             timeout=Duration.seconds(60),

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from outlast.bench import push
+from outlast.bench import budgets, push
 from outlast.bench.harness import SHARED_SERVICE_NAME, FunctionSpec, Harness, Invocation, model_wait_seconds
 from outlast.bench.meter import ApiCall
 from outlast.bench.prices import PriceTable
@@ -646,6 +646,8 @@ def run(
     }
     # Live updates beside polling: computed from these measurements and the price table.
     result["push"] = push.estimate(result, prices)
+    # What a tenant's token budget adds: computed from the ledger's items and the price table.
+    result["budgets"] = budgets.estimate(prices)
     return result
 
 

@@ -148,6 +148,8 @@ def _cost(cost: dict[str, Any]) -> str:
     out.append(_fixed(cost["fixedMonthly"]))
     if "push" in cost:
         out.append(_push(cost["push"]))
+    if "budgets" in cost:
+        out.append(budget_section(cost["budgets"]))
     out.append(_cost_method(cost))
     return "\n".join(out)
 
@@ -200,6 +202,42 @@ def _push(push: dict[str, Any]) -> str:
         "otherwise poll that often (a long job at the 2-second Retry-After). Push is the fast path, "
         "not the cheap one: its value is latency.\n"
     )
+    return "\n".join(rows)
+
+
+def budget_section(budgets: dict[str, Any]) -> str:
+    """The section of the computed budget line (outlast.bench.budgets)."""
+    limited, unlimited = budgets["withLimit"], budgets["withoutLimit"]
+    usd = budgets["usdPerMillionJobs"]
+    sizes = budgets["itemBytes"]
+    rows = [
+        "### Token budgets: what a budget adds per job\n",
+        "Computed, not measured (`outlast.bench.budgets`), from the items the budget ledger writes "
+        f"(a reservation of {sizes['reservation']} bytes, a counter of {sizes['counter']} bytes) under "
+        "DynamoDB's rules: a transactional write costs 2 units per started KB, an index write 1, an "
+        "eventually consistent read of up to 4 KB 0.5. The job item grows from "
+        f"{sizes['jobWithoutHold']} to {sizes['jobWithHold']} bytes with its hold"
+        + (
+            " (within the same KB). "
+            if sizes["jobWithHold"] // 1024 == sizes["jobWithoutHold"] // 1024
+            else ". "
+        )
+        + "The measured figures above are of a stage without a budget (the default), whose submits "
+        "paid no budget read when they were last measured: add the second row to them for a tenant "
+        "without a limit, the first for one with a limit.\n",
+        "| tenant | write units (tables) | write units (indexes) | read units | $ per million jobs |",
+        "|---|---:|---:|---:|---:|",
+        f"| with a limit | {_number(limited['writeUnitsTables'], 0)} | "
+        f"{_number(limited['writeUnitsIndexes'], 0)} | {_number(limited['readUnits'], 1)} | "
+        f"{_money(usd['withLimit'])} |",
+        f"| without a limit | {_number(unlimited['writeUnitsTables'], 0)} | "
+        f"{_number(unlimited['writeUnitsIndexes'], 0)} | {_number(unlimited['readUnits'], 1)} | "
+        f"{_money(usd['withoutLimit'])} |",
+        "",
+        "With a limit: "
+        + "; ".join(f"{name} {_number(value, 0)}" for name, value in limited["breakdown"].items())
+        + ". Without one: the submit's read of the tenant's budget only (to learn it has no limit).\n",
+    ]
     return "\n".join(rows)
 
 

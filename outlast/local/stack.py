@@ -42,7 +42,7 @@ from outlast.local.model_server import ModelServer
 from outlast.local.process import free_port
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
-from outlast.local.template import REGION, Resolver, Resource, Template
+from outlast.local.template import REGION, Resolver, Resource, Template, TemplateError
 from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketFront
 from outlast.local.websocket_template import (
     local_urls,
@@ -588,7 +588,18 @@ class LocalStack:
             "functions": {pool.spec.logical_id: pool.spec.name for pool in self.pools.values()},
             "scheduled": [self.pools[arn].spec.logical_id for arn in self.scheduled],
             "chaos": self.options.chaos.to_dict() if self.options.chaos is not None else None,
+            "outputs": self._outputs(),
         }
+
+    def _outputs(self) -> dict[str, Any]:
+        """The template's outputs that resolve locally (names of local resources, stage settings)."""
+        outputs: dict[str, Any] = {}
+        for key, output in self.template.body.get("Outputs", {}).items():
+            try:
+                outputs[key] = self.resolver.resolve(output["Value"])
+            except TemplateError:
+                continue  # an attribute local mode does not model (e.g. the API's endpoint)
+        return outputs
 
     def _write_state(self) -> None:
         STATE_DIR.mkdir(exist_ok=True)

@@ -17,6 +17,8 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.names import (
+    BUDGETS,
+    BUDGETS_TABLE,
     ISOLATION_DLQ,
     ISOLATION_QUEUE,
     JOBS_DLQ,
@@ -31,7 +33,9 @@ from infra.names import (
     WEBHOOKS_TABLE,
     Output,
 )
+from outlast.operator.budgets import OperatorBudgets
 from shared.adapters.dynamo_errors import error_code
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.dynamodb_webhooks import DynamoEndpointStore
 from shared.adapters.payloads import DynamoS3PayloadStore
@@ -68,6 +72,9 @@ class Resources:
     webhooks_table: str | None = None
     webhooks_queue_url: str | None = None
     webhooks_dlq_url: str | None = None
+    # Token budgets; None for a stack deployed before them (its jobs reserve nothing).
+    budgets_table: str | None = None
+    default_monthly_tokens: int = 0
 
     def queue_url(self, lane: Lane) -> str:
         """The queue a lane's jobs are sent to."""
@@ -146,6 +153,17 @@ class Target:
         return found[0], found[1], found[2]
 
     @cached_property
+    def budgets(self) -> OperatorBudgets | None:
+        """Token budgets through the functions' own ledger adapter (None: the stack has none)."""
+        if self.resources.budgets_table is None:
+            return None
+        return OperatorBudgets(
+            DynamoBudgetLedger(self.dynamodb, self.resources.budgets_table),
+            self.payloads,
+            self.resources.default_monthly_tokens,
+        )
+
+    @cached_property
     def queues(self) -> dict[Lane, JobQueue]:
         """The jobs queue and the isolation queue (each with its DLQ), by lane, through the
         functions' own adapter: a job is sent to the queue of `Lane.of(job)`, as the sweeper does."""
@@ -203,6 +221,8 @@ def local_target(port: int) -> Target:
         webhooks_table=_optional(state["tables"], WEBHOOKS + WEBHOOKS_TABLE),
         webhooks_queue_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_QUEUE),
         webhooks_dlq_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
+        budgets_table=_optional(state["tables"], BUDGETS + BUDGETS_TABLE),
+        default_monthly_tokens=int(state.get("outputs", {}).get(Output.DEFAULT_MONTHLY_TOKENS, 0)),
     )
     return Target(
         f"local stack on port {port}", resources, lambda service: local_client(service, state), 0, local=True
@@ -246,6 +266,8 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         webhooks_table=outputs.get(Output.WEBHOOKS_TABLE_NAME),
         webhooks_queue_url=outputs.get(Output.WEBHOOKS_QUEUE_URL),
         webhooks_dlq_url=outputs.get(Output.WEBHOOKS_DLQ_URL),
+        budgets_table=outputs.get(Output.BUDGETS_TABLE_NAME),
+        default_monthly_tokens=int(outputs.get(Output.DEFAULT_MONTHLY_TOKENS, "0")),
     )
 
     def clients(service: str) -> Any:

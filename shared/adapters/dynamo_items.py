@@ -14,7 +14,7 @@ from shared import resources as r
 from shared.adapters.item_size import item_size
 from shared.clock import epoch_seconds, from_iso, to_iso
 from shared.contract import Operation
-from shared.job import IdempotencyRecord, JobError, JobRecord, Usage
+from shared.job import BudgetHold, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.planner import PlanParameters
 
@@ -122,6 +122,7 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
     if job.usage is not None:
         values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
+    values.update(budget_to_values(job.budget))
     if sweep_at is not None:
         values.update(
             {r.SWEEP_INDEX_PARTITION: sweep_shard(job.job_id), r.SWEEP_INDEX_SORT: to_iso(sweep_at)}
@@ -156,6 +157,7 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
         "error": error,
         "usage": usage,
+        "budget": budget_from_values(values),
     }
 
 
@@ -271,6 +273,34 @@ def idempotency_from_item(item: Mapping[str, Any]) -> IdempotencyRecord:
         max_attempts=values["maxAttempts"],
         job_expires_at=from_iso(values["jobExpiresAt"]),
         plan=plan_from_values(values),
+    )
+
+
+def budget_to_values(hold: BudgetHold | None) -> dict[str, Any]:
+    """A run's budget hold as job attributes (none for a tenant without a limit; zeros left out)."""
+    if hold is None:
+        return {}
+    return {
+        "budgetPeriod": hold.period,
+        "budgetTokens": hold.tokens,
+        "budgetBase": hold.base_tokens or None,
+        "budgetRun": hold.run or None,
+    }
+
+
+# Every attribute of a budget hold: an operator redrive that reserves nothing removes them all.
+BUDGET_ATTRIBUTES = ("budgetPeriod", "budgetTokens", "budgetBase", "budgetRun")
+
+
+def budget_from_values(values: Mapping[str, Any]) -> BudgetHold | None:
+    """The budget hold a job item carries, or None."""
+    if "budgetPeriod" not in values:
+        return None
+    return BudgetHold(
+        period=values["budgetPeriod"],
+        tokens=values["budgetTokens"],
+        base_tokens=values.get("budgetBase", 0),
+        run=values.get("budgetRun", 0),
     )
 
 

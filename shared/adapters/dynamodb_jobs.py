@@ -10,8 +10,10 @@ from botocore.exceptions import ClientError
 from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
+    BUDGET_ATTRIBUTES,
     INPUT_BODY_ATTRIBUTE,
     RESULT_BODY_ATTRIBUTE,
+    budget_to_values,
     fits_in_job_item,
     idempotency_from_item,
     idempotency_key,
@@ -325,6 +327,8 @@ def _transition_update(t: Transition) -> UpdateBuilder:
         _renew(update)
     else:
         _lease_accounting(update, t)
+    if t.operator_redrive:
+        _new_run_budget(update, t)
     if t.new_lease is not None:
         update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
     elif t.target not in _LEASE_STATUSES:
@@ -355,6 +359,23 @@ def _renew(update: UpdateBuilder) -> None:
         f"if_not_exists({update.name('redriveCount')}, {update.value(0)}) + {update.value(1)}",
     )
     update.remove("errorCode", "errorMessage", "resultLocation", "isolated", "solo")
+
+
+def _new_run_budget(update: UpdateBuilder, t: Transition) -> None:
+    """The redriven run's budget hold replaces the ended run's (which was settled before), only
+    while the job is still in the run the hold's reservation was made after."""
+    if t.require_redrive_count is not None:
+        redrives = update.name("redriveCount")
+        same = f"{redrives} = {update.value(t.require_redrive_count)}"
+        update.require(
+            f"attribute_not_exists({redrives}) OR {same}" if t.require_redrive_count == 0 else same
+        )
+    values = budget_to_values(t.budget)
+    for attribute in BUDGET_ATTRIBUTES:
+        if values.get(attribute) is not None:
+            update.set(attribute, values[attribute])
+        else:
+            update.remove(attribute)
 
 
 def _lease_accounting(update: UpdateBuilder, t: Transition) -> None:

@@ -11,6 +11,8 @@ from infra.app import build_app
 from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
+    BUDGETS,
+    BUDGETS_TABLE,
     CONNECTIONS_TABLE,
     CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
@@ -54,6 +56,7 @@ HOME = {
     FunctionName.WS_MESSAGES: REALTIME,
     FunctionName.NOTIFIER: REALTIME,
     FunctionName.WEBHOOK_SENDER: WEBHOOKS,
+    FunctionName.BUDGET: BUDGETS,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -75,6 +78,7 @@ STORAGE_RESOURCES = {
     "webhooks": (WEBHOOKS, WEBHOOKS_TABLE),
     "webhooks_queue": (WEBHOOKS, WEBHOOKS_QUEUE),
     "webhooks_dlq": (WEBHOOKS, WEBHOOKS_DLQ),
+    "budgets": (BUDGETS, BUDGETS_TABLE),
 }
 
 # Exactly what each role may do, per resource (besides writing its own logs and X-Ray).
@@ -83,11 +87,15 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:PutItem", "dynamodb:GetItem"},
         "idempotency": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "bucket": {"s3:PutObject"},
+        # The budget read, then the reservation and its counter in one transaction; no Delete:
+        # submit can never settle or release anything.
+        "budgets": {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
     },
     FunctionName.STATUS: {
         "jobs": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         "bucket": {"s3:GetObject", "s3:ListBucket"},
         "cursor": {"secretsmanager:GetSecretValue"},
+        "budgets": {"dynamodb:BatchGetItem"},  # whether ended jobs' reservations are settled: reads only
     },
     FunctionName.RELAY: {
         "jobs": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
@@ -119,6 +127,8 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "queue": {"sqs:SendMessage"},
         "isolation": {"sqs:SendMessage"},
+        # Open reservations by their index; defer (UpdateItem); settle or release (Delete + Update).
+        "budgets": {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
     },
     FunctionName.TICKETS: {"connections": {"dynamodb:PutItem"}},
     # Takes a ticket with one conditional delete, and nothing else.
@@ -133,6 +143,9 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "connections": {"dynamodb:Query", "dynamodb:DeleteItem"},
         "websocket": {"execute-api:ManageConnections"},
         "notifier_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        # Settlement: the reservation's conditional Delete and the counter's Update; no Put, so the
+        # notifier can never make a reservation.
+        "budgets": {"dynamodb:DeleteItem", "dynamodb:UpdateItem"},
         # The tenant index only (test_webhooks: no table ARN, no secret projected), and enqueue.
         "webhooks": {"dynamodb:Query"},
         "webhooks_queue": {"sqs:SendMessage"},
@@ -148,6 +161,8 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         },
         "webhooks_dlq": {"sqs:SendMessage"},
     },
+    # Reads its caller's tenant's limit and counter, nothing else.
+    FunctionName.BUDGET: {"budgets": {"dynamodb:BatchGetItem"}},
 }
 
 # Exactly the variables each function's settings read (besides Powertools').
@@ -156,6 +171,8 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_JOBS_TABLE,
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
+        r.ENV_BUDGETS_TABLE,
+        "DEFAULT_MONTHLY_TOKENS",
         "SUBMITS_PER_MINUTE",
         "MAX_ATTEMPTS",
         "DEFAULT_MODEL",
@@ -165,6 +182,7 @@ EXPECTED_ENVIRONMENT = {
         "IDEMPOTENCY_TTL_HOURS",
         "INPUT_RETENTION_HOURS",
         "SWEEP_LOOK_SECONDS",
+        "DISPATCH_GRACE_SECONDS",  # when the sweeper first looks at a new job's budget reservation
         "PLAN_VERSION",
         "CHUNK_TOKENS",
         "STEP_OUTPUT_TOKENS",
@@ -174,6 +192,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_CURSOR_SECRET,
+        r.ENV_BUDGETS_TABLE,
         "POLL_AFTER_SECONDS",
         "INPUT_RETENTION_HOURS",
     },
@@ -204,6 +223,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_JOBS_QUEUE_URL,
         r.ENV_ISOLATION_QUEUE_URL,
+        r.ENV_BUDGETS_TABLE,
         "DISPATCH_GRACE_SECONDS",
         "SWEEP_LOOK_SECONDS",
         "LEASE_SECONDS",
@@ -219,6 +239,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_CONNECTIONS_ENDPOINT,
         r.ENV_WEBHOOKS_TABLE,
         r.ENV_WEBHOOKS_QUEUE_URL,
+        r.ENV_BUDGETS_TABLE,
     },
     FunctionName.WEBHOOK_SENDER: {
         r.ENV_WEBHOOKS_TABLE,
@@ -227,6 +248,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_WEBHOOK_RETRY_SCALE,
         r.ENV_WEBHOOK_LOCAL_EGRESS,
     },
+    FunctionName.BUDGET: {r.ENV_BUDGETS_TABLE, "DEFAULT_MONTHLY_TOKENS"},
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}

@@ -33,6 +33,7 @@ STATUS_DOCUMENT_FIELDS = {
     "resultUrl",
     "error",
     "usage",
+    "reservedTokens",
 }
 STATUSES = {"Pending", "Running", "Succeeded", "Failed", "CancellationRequested", "Canceled"}
 TERMINAL_STATUSES = {"Succeeded", "Failed", "Canceled"}

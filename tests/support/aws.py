@@ -22,6 +22,7 @@ class TestResources:
     idempotency_table: str
     bucket: str
     cursor_secret_arn: str
+    budgets_table: str
 
     def environment(self) -> dict[str, str]:
         """The environment the CDK app gives the API functions, for these resources."""
@@ -30,6 +31,7 @@ class TestResources:
             r.ENV_IDEMPOTENCY_TABLE: self.idempotency_table,
             r.ENV_PAYLOAD_BUCKET: self.bucket,
             r.ENV_CURSOR_SECRET: self.cursor_secret_arn,
+            r.ENV_BUDGETS_TABLE: self.budgets_table,
         }
 
 
@@ -75,6 +77,30 @@ def jobs_table_definition(name: str) -> dict[str, Any]:
     }
 
 
+def budgets_table_definition(name: str) -> dict[str, Any]:
+    """The budgets table as the Budgets construct defines it: no stream, one sparse index."""
+    attributes = [r.BUDGETS_PARTITION_KEY, r.BUDGETS_SORT_KEY, r.BUDGET_CHECK_PARTITION, r.BUDGET_CHECK_SORT]
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.BUDGETS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.BUDGETS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in attributes],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.BUDGET_CHECK_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.BUDGET_CHECK_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.BUDGET_CHECK_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    }
+
+
 def create_resources(endpoint: str) -> TestResources:
     """Fresh tables, bucket and cursor secret with unique names, so tests never share state."""
     suffix = secrets.token_hex(4)
@@ -83,6 +109,7 @@ def create_resources(endpoint: str) -> TestResources:
         idempotency_table=f"idempotency-{suffix}",
         bucket=f"payloads-{suffix}",
         cursor_secret_arn="",
+        budgets_table=f"budgets-{suffix}",
     )
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
     dynamodb.create_table(**jobs_table_definition(names.jobs_table))
@@ -92,6 +119,7 @@ def create_resources(endpoint: str) -> TestResources:
         KeySchema=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "AttributeType": "S"}],
     )
+    dynamodb.create_table(**budgets_table_definition(names.budgets_table))
     boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=names.bucket)
     secret = boto3.client("secretsmanager", endpoint_url=endpoint, region_name=REGION).create_secret(
         Name=f"cursor-{suffix}", SecretString=secrets.token_urlsafe(32)
@@ -101,6 +129,7 @@ def create_resources(endpoint: str) -> TestResources:
         idempotency_table=names.idempotency_table,
         bucket=names.bucket,
         cursor_secret_arn=secret["ARN"],
+        budgets_table=names.budgets_table,
     )
 
 

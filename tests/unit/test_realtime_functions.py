@@ -27,6 +27,7 @@ from shared.lifecycle import JobStatus
 from shared.realtime import Connection, ticket_hash
 from shared.realtime_ports import PostOutcome
 from shared.webhooks.deliveries import DeliveryEnqueuer
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
 from tests.webhook_fakes import InMemoryEndpointStore, RecordingDeliveryQueue
@@ -206,7 +207,13 @@ def _job_at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:
 
 def _notify(store, gateway, records: list[dict[str, Any]]) -> None:
     notifier = BatchNotifier(
-        NotifierDependencies(store=store, gateway=gateway, read_change=job_change, webhooks=_no_webhooks()),
+        NotifierDependencies(
+            store=store,
+            gateway=gateway,
+            read_change=job_change,
+            webhooks=_no_webhooks(),
+            budgets=InMemoryBudgetLedger(),
+        ),
         records,
     )
     for record in records:
@@ -308,7 +315,11 @@ class TestNotifier:
         records = [_record(alices_job, 1, "submit", "INSERT")]
         notifier = BatchNotifier(
             NotifierDependencies(
-                store=DownStore(), gateway=gateway, read_change=job_change, webhooks=_no_webhooks()
+                store=DownStore(),
+                gateway=gateway,
+                read_change=job_change,
+                webhooks=_no_webhooks(),
+                budgets=InMemoryBudgetLedger(),
             ),
             records,
         )

@@ -24,6 +24,7 @@ from shared.job import Caller, IdempotencyRecord, JobInput, JobRecord
 from shared.lifecycle import JobStatus
 from shared.ports import Lease, Transition
 from shared.prompts import template_for
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore
 
 ALICE = Caller(tenant="acme", sub="alice")
@@ -39,6 +40,7 @@ def settings(**env: str) -> SubmitSettings:
             r.ENV_JOBS_TABLE: "jobs",
             r.ENV_IDEMPOTENCY_TABLE: "idempotency",
             r.ENV_PAYLOAD_BUCKET: "payloads",
+            r.ENV_BUDGETS_TABLE: "budgets",
             "SUBMITS_PER_MINUTE": "5",
             "ALLOWED_MODELS": "gpt-4o-mini,gpt-4o",
             **env,
@@ -54,7 +56,13 @@ def request(body: dict[str, Any] = SUMMARIZE) -> SubmitRequest:
 def deps(
     repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
 ) -> SubmitDependencies:
-    return SubmitDependencies(settings=settings(), repository=repository, payloads=payloads, clock=clock)
+    return SubmitDependencies(
+        settings=settings(),
+        repository=repository,
+        payloads=payloads,
+        clock=clock,
+        budgets=InMemoryBudgetLedger(),
+    )
 
 
 def submit(
@@ -135,7 +143,10 @@ class TestNewSubmit:
                 order.append("input")
                 super().put_input(job_input, location, expires_at)
 
-        submit(SubmitDependencies(deps.settings, Recording(), RecordingPayloads(), deps.clock), APART)
+        submit(
+            SubmitDependencies(deps.settings, Recording(), RecordingPayloads(), deps.clock, deps.budgets),
+            APART,
+        )
 
         assert order == ["claim", "input", "job"]
 
@@ -273,11 +284,13 @@ class TestReplay:
         self, repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
     ) -> None:
         # Given a job accepted under one default model and attempt budget
-        before = SubmitDependencies(settings(DEFAULT_MODEL="gpt-4o-mini"), repository, payloads, clock)
+        before = SubmitDependencies(
+            settings(DEFAULT_MODEL="gpt-4o-mini"), repository, payloads, clock, InMemoryBudgetLedger()
+        )
         first = submit(before).job
         # When a deploy changes them and the client retries
         after = SubmitDependencies(
-            settings(DEFAULT_MODEL="gpt-4o", MAX_ATTEMPTS="5"), repository, payloads, clock
+            settings(DEFAULT_MODEL="gpt-4o", MAX_ATTEMPTS="5"), repository, payloads, clock, before.budgets
         )
         again = submit(after)
 
@@ -392,7 +405,7 @@ class TestReplay:
                 return super().claim_idempotency_key(record, now)
 
         repository = Racing()
-        racing = SubmitDependencies(settings(), repository, payloads, clock)
+        racing = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
 
         # When
         ours = submit(racing)
@@ -436,7 +449,7 @@ class TestCrashBetweenSteps:
     ) -> None:
         # Given a submit that crashed after its idempotency claim
         repository, payloads = repository_type(), payloads_type()
-        deps = SubmitDependencies(settings(), repository, payloads, clock)
+        deps = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
         with pytest.raises(StorageUnavailableError):
             submit(deps, APART)
         (claim,) = repository.claims.values()
@@ -458,7 +471,7 @@ class TestCrashBetweenSteps:
         repository = self.JobWriteFailsOnce()
         payloads = InMemoryPayloadStore()
         with pytest.raises(StorageUnavailableError):
-            submit(SubmitDependencies(settings(), repository, payloads, clock), APART)
+            submit(SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger()), APART)
 
         (claim,) = repository.claims.values()
         assert repository.jobs == {}
@@ -474,7 +487,7 @@ class TestCrashBetweenSteps:
                 raise StorageUnavailableError("Storage is busy; retry shortly.")
 
         repository = ClaimFails()
-        deps = SubmitDependencies(settings(), repository, payloads, clock)
+        deps = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
 
         with pytest.raises(StorageUnavailableError):
             submit(deps)
@@ -605,6 +618,7 @@ class TestModelAllowlistAfterADeploy:
             repository=deps.repository,
             payloads=deps.payloads,
             clock=deps.clock,
+            budgets=deps.budgets,
         )
 
     def test_an_identical_retry_replays_its_job(

@@ -20,6 +20,7 @@ from shared.webhooks.deliveries import DeliveryEnqueuer, deliveries_for, event_b
 from shared.webhooks.endpoints import ALL_EVENTS, Endpoint, EndpointSecrets, new_endpoint_id
 from shared.webhooks.events import EventType
 from shared.webhooks.signing import generate_secret
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
 from tests.webhook_fakes import InMemoryEndpointStore, RecordingDeliveryQueue
@@ -145,6 +146,7 @@ class TestTheNotifier:
             gateway=FakeGateway(),
             read_change=job_change,
             webhooks=DeliveryEnqueuer(store, queue),
+            budgets=InMemoryBudgetLedger(),
         )
         notifier = BatchNotifier(deps, records)
         for record in records:

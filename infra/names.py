@@ -23,6 +23,7 @@ SWEEPER = "Sweeper"
 API = "Api"
 REALTIME = "Realtime"
 MONITORING = "Monitoring"
+CONSOLE = "Console"
 PACKAGING = "Packaging"
 
 # Constructs inside the capabilities that local mode and tests look up.
@@ -49,6 +50,14 @@ WEBSOCKET_STAGE_NAME = "live"
 # The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
 TICKET_IDENTITY_SOURCE = "route.request.querystring.ticket"
 WEBSOCKET_ROUTES = ("$connect", "$disconnect", "$default")
+# The web console (infra/constructs/console.py); local mode finds its app client by CONSOLE_CLIENT.
+CONSOLE_BUCKET = "Bucket"
+CONSOLE_HEADERS = "Headers"
+CONSOLE_DISTRIBUTION = "Distribution"
+CONSOLE_DOMAIN = "Domain"
+CONSOLE_CLIENT = "ConsoleClient"
+CONSOLE_BRANDING = "Branding"
+CONSOLE_DEPLOYMENT = "Deployment"
 ALARM_TOPIC = "AlarmTopic"
 SWEEP_RULE = "Schedule"
 
@@ -140,6 +149,9 @@ class Output(StrEnum):
     PAYLOAD_BUCKET_NAME = "PayloadBucketName"
     OPENAI_SECRET_ARN = "OpenAiSecretArn"  # noqa: S105 - an output key, not a secret
     CONNECTIONS_TABLE_NAME = "ConnectionsTableName"
+    CONSOLE_URL = "ConsoleUrl"
+    CONSOLE_CLIENT_ID = "ConsoleClientId"
+    AUTH_DOMAIN_URL = "AuthDomainUrl"
 
 
 class Runbook(StrEnum):

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra.config import StageConfig
+from infra.config import BundleMode, StageConfig
+from infra.console_build import ConsoleBuildError, build_console, placeholder
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
+from infra.constructs.console import Console
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -20,6 +23,7 @@ from infra.function_factory import FunctionFactory
 from infra.names import (
     API,
     AUTH,
+    CONSOLE,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -36,8 +40,20 @@ DESCRIPTION = "outlast: durable LLM jobs on AWS serverless"
 PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not deployable]"
 
 
+def console_site(config: StageConfig) -> Path:
+    """The console's build for the asset: built when bundling, cached under auto, else a placeholder."""
+    if config.bundle is BundleMode.ON:
+        return build_console()
+    if config.bundle is BundleMode.AUTO:
+        try:
+            return build_console()
+        except ConsoleBuildError:
+            return placeholder()
+    return placeholder()
+
+
 class OutlastStack(Stack):
-    """Auth, storage, outbox, worker, sweeper, live updates, API and monitoring; nothing else lives here."""
+    """Auth, storage, outbox, worker, sweeper, live updates, API, console and monitoring; nothing else."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
@@ -60,6 +76,9 @@ class OutlastStack(Stack):
             auth=auth,
             storage=storage,
             route_functions={FunctionName.TICKETS: realtime.tickets_function},
+        )
+        console = Console(
+            self, CONSOLE, config=config, auth=auth, api=api, realtime=realtime, site=console_site(config)
         )
         functions = {
             **api.functions,
@@ -86,6 +105,12 @@ class OutlastStack(Stack):
                 auth.client.user_pool_client_id,
                 "App client that signs users in; its ID tokens are the API's bearer tokens",
             ),
+            Output.CONSOLE_URL: (console.url, "The web console: open it in a browser and sign in"),
+            Output.CONSOLE_CLIENT_ID: (
+                console.client.user_pool_client_id,
+                "The console's public app client (authorization code + PKCE, managed login)",
+            ),
+            Output.AUTH_DOMAIN_URL: (console.domain.base_url(), "The user pool domain (managed login)"),
             Output.JOBS_QUEUE_URL: (outbox.jobs_queue.queue_url, "Jobs queue (the worker's trigger)"),
             Output.DLQ_URL: (
                 outbox.dead_letter_queue.queue_url,

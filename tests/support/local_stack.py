@@ -67,6 +67,17 @@ class RunningStack:
     def url(self) -> str:
         return str(self.state["apiUrl"])
 
+    @property
+    def console_url(self) -> str:
+        """The web console's URL (its own origin), as `outlast local up` printed it."""
+        url = self.state.get("consoleUrl")
+        assert url, "the local stack serves no console (is it built? `npm ci`)"
+        return str(url)
+
+    @property
+    def console_origin(self) -> str:
+        return self.console_url.rstrip("/")
+
     def token(self, user: str, tenant: str | None = None) -> str:
         """An ID token for a local user (cached per user and tenant)."""
         key = (user, tenant)
@@ -189,6 +200,8 @@ def start_stack(
         "up",
         "--port",
         str(port),
+        "--console-port",
+        str(free_port()),
         "--cdk-out",
         str(cdk_out),
     ]

@@ -88,6 +88,12 @@ def test_a_fresh_job_on_the_wire() -> None:
     }
 
 
+def test_a_succeeded_one_step_job_shows_its_step_done() -> None:
+    job = job_record(CREATED, status=JobStatus.SUCCEEDED)
+
+    assert job.status_document().to_wire()["progress"] == {"completedSteps": 1, "totalSteps": 1}
+
+
 def test_error_and_usage_are_shown_when_present() -> None:
     job = job_record(
         CREATED,

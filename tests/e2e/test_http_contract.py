@@ -544,7 +544,7 @@ def test_no_token_or_a_bad_token_is_api_gateways_plain_401(stack: RunningStack) 
 
 
 def test_cors_allows_the_idempotency_key_and_exposes_the_polling_headers(stack: RunningStack) -> None:
-    origin = {"Origin": "https://app.example.com"}
+    origin = {"Origin": stack.console_origin}
     preflight = stack.call(
         "OPTIONS",
         "/v1/jobs",
@@ -555,6 +555,7 @@ def test_cors_allows_the_idempotency_key_and_exposes_the_polling_headers(stack: 
         },
     )
     assert preflight.status == 204
+    assert preflight.headers["access-control-allow-origin"] == stack.console_origin
     allowed = {h.strip().lower() for h in preflight.headers["access-control-allow-headers"].split(",")}
     assert "idempotency-key" in allowed
     token = stack.token(unique("contract-cors"))
@@ -562,3 +563,17 @@ def test_cors_allows_the_idempotency_key_and_exposes_the_polling_headers(stack: 
     assert answer.status == 202
     exposed = {h.strip().lower() for h in answer.headers["access-control-expose-headers"].split(",")}
     assert {"location", "retry-after", "idempotent-replayed"} <= exposed
+
+
+def test_cors_allows_the_console_origin_only(stack: RunningStack) -> None:
+    for other in ("https://app.example.com", "http://127.0.0.1:1"):
+        preflight = stack.call(
+            "OPTIONS",
+            "/v1/realtime/tickets",
+            headers={"Origin": other, "Access-Control-Request-Method": "POST"},
+        )
+        assert "access-control-allow-origin" not in preflight.headers
+        answer = stack.call(
+            "GET", "/v1/jobs", token=stack.token(unique("contract-cors")), headers={"Origin": other}
+        )
+        assert "access-control-allow-origin" not in answer.headers

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import FilePayload, expect
 
 from tests.e2e.browser.conftest import ConsolePage
 from tests.support.console import (
@@ -36,7 +36,7 @@ def long_document(kilobytes: int = 200) -> str:
     """Paragraphs of plain sentences, each with a one-second delay for the local model (the first
     delay directive in a call counts), so every map step takes a second and progress is seen."""
     marker = uuid.uuid4().hex
-    paragraphs = []
+    paragraphs: list[str] = []
     index = 0
     while sum(len(p) + 2 for p in paragraphs) < kilobytes * 1024:
         sentences = " ".join(
@@ -92,7 +92,7 @@ def test_a_long_document_from_a_file_shows_its_progress_bar_moving(console: Cons
     page.locator("#nav-submit").click()
 
     page.get_by_label("Or read the text from a file (.txt, .md)").set_input_files(
-        files=[{"name": "report.md", "mimeType": "text/markdown", "buffer": long_document().encode()}]
+        files=[FilePayload(name="report.md", mimeType="text/markdown", buffer=long_document().encode())]
     )
     expect(page.locator("#file-note")).to_have_text("Read report.md.")
     page.get_by_role("button", name="Submit job").click()

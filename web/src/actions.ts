@@ -1,10 +1,18 @@
 // What the screens can ask for. Every action reads and changes the one state (state.ts) and talks
 // to the API through the one client; screens only render and call these.
-import { type Api, type JobStatus, type Operation, type SubmitRequest, TERMINAL } from "./api/client";
+import {
+  type Api,
+  type JobStatus,
+  type Operation,
+  type StatusDocument,
+  type SubmitRequest,
+  TERMINAL,
+} from "./api/client";
 import { type Failure, networkFailure } from "./problems";
 import { getState, initialDetail, initialList, PAGE_SIZE, remember, update } from "./state";
 
 const SUBMIT_ATTEMPTS = 4;
+const MAX_PAGE_CALLS = 5;
 const MAX_RETRY_WAIT_S = 10;
 
 export interface SubmitForm {
@@ -45,33 +53,56 @@ export class Actions {
 
   // --- my jobs ---------------------------------------------------------------------------------
 
+  /**
+   * One page of the list. The API may answer a short page while nextCursor is set (it filters by
+   * status after reading its index), so the console follows the cursor, asking only for what is
+   * still missing, until the page is full, the list ends, or a few calls were made.
+   */
   async loadList(): Promise<void> {
     const { list } = getState();
     const asked = { status: list.status, cursor: list.cursor };
     update((s) => {
       s.list.loading = true;
     });
-    const outcome = await this.api.listJobs(asked.status, asked.cursor, PAGE_SIZE);
+    const items: StatusDocument[] = [];
+    let cursor = asked.cursor;
+    let next: string | null = null;
+    let failure: Failure | null = null;
+    for (let call = 0; call < MAX_PAGE_CALLS; call += 1) {
+      const outcome = await this.api.listJobs(asked.status, cursor, PAGE_SIZE - items.length);
+      if (!outcome.ok) {
+        failure = outcome.failure;
+        break;
+      }
+      items.push(...outcome.data.items);
+      next = outcome.data.nextCursor;
+      if (next === null || items.length >= PAGE_SIZE) {
+        break;
+      }
+      cursor = next;
+    }
     update((s) => {
       if (s.list.status !== asked.status || s.list.cursor !== asked.cursor) {
         return; // the user moved on while this page was on its way
       }
       s.list.loading = false;
       s.list.loaded = true;
-      if (!outcome.ok) {
-        s.list.failure = outcome.failure;
+      if (failure !== null) {
+        s.list.failure = failure;
         return;
       }
       s.list.failure = null;
-      for (const document of outcome.data.items) {
+      for (const document of items) {
         remember(s, document);
       }
-      const fetched = outcome.data.items.map((d) => d.jobId);
+      const fetched = items.map((d) => d.jobId);
       // Jobs pushed onto the first page since (newer than anything the page holds) stay on top.
       const pushed =
-        s.list.cursor === null ? s.list.ids.filter((id) => !fetched.includes(id) && this.isNewer(id, fetched)) : [];
+        s.list.cursor === null
+          ? s.list.ids.filter((id) => !fetched.includes(id) && this.isNewer(id, fetched))
+          : [];
       s.list.ids = [...pushed, ...fetched];
-      s.list.nextCursor = outcome.data.nextCursor;
+      s.list.nextCursor = next;
     });
   }
 
@@ -119,7 +150,7 @@ export class Actions {
   }
 
   /** A pushed document: remembered, and put on top of the first page when it is a new job that fits. */
-  received(document: import("./api/client").StatusDocument): void {
+  received(document: StatusDocument): void {
     const state = getState();
     const wasKnown = state.jobs.has(document.jobId);
     update((s) => {

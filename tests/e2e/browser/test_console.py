@@ -295,3 +295,74 @@ def test_the_job_list_screenshot(console: ConsolePage) -> None:
     expect(page.locator('#job-rows tr[data-status="Succeeded"]')).to_have_count(3, timeout=60_000)
     page.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_sign_out_forgets_the_session_and_ends_the_sign_in(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-out"))
+
+    page.get_by_role("button", name="Sign out").click()
+
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    assert page.url == stack.console_url
+    assert page.evaluate("sessionStorage.getItem('outlast.session')") is None
+    # Signing in again asks again (the user pool's session ended too).
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_label("User name")).to_be_visible()
+
+
+def test_the_status_filter_and_the_pages_of_my_jobs(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-pages"))
+    token = id_token(page)
+    failed = stack.submit(
+        token, {"operation": "summarize", "input": {"text": f"[[fault:content_policy]] {uuid.uuid4()}"}}
+    )
+    ids = [failed.body["jobId"]]
+    for n in range(11):
+        answer = stack.submit(
+            token, {"operation": "summarize", "input": {"text": f"Page filler {n}. {uuid.uuid4()}"}}
+        )
+        assert answer.status == 202
+        ids.append(answer.body["jobId"])
+    for job_id in ids:
+        stack.wait_terminal(job_id, token)
+    page.reload()
+    wait_live(page)
+
+    # Ten a page, newest first; Older and Newer move between the API's pages.
+    rows = page.locator("#job-rows tr")
+    expect(rows).to_have_count(10)
+    assert [rows.nth(i).get_attribute("data-job-id") for i in range(10)] == ids[::-1][:10]
+    expect(page.locator("#newer-page")).to_be_disabled()
+    page.get_by_role("button", name="Older").click()
+    expect(rows).to_have_count(2)
+    assert [rows.nth(i).get_attribute("data-job-id") for i in range(2)] == ids[1::-1]
+    expect(page.locator("#older-page")).to_be_disabled()
+    page.get_by_role("button", name="Newer").click()
+    expect(rows).to_have_count(10)
+
+    # The filter asks the API for one status.
+    page.get_by_label("Status").select_option("Failed")
+    expect(rows).to_have_count(1)
+    assert rows.first.get_attribute("data-job-id") == failed.body["jobId"]
+    rows.first.locator("a").click()
+    expect(page.locator("#job-error-message .failure-title")).to_have_text("Failed: content_policy")
+    expected = stack.call("GET", f"/v1/jobs/{failed.body['jobId']}", token=token).body["error"]["message"]
+    expect(page.locator("#job-error-message .failure-detail")).to_have_text(expected)
+
+
+def test_a_refused_submit_shows_the_problems_title_and_detail(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-413"))
+    console.expect_error(r"status of 413")
+    page.locator("#nav-submit").click()
+
+    page.get_by_label("Text", exact=True).fill("a" * (1_048_576 + 1))
+    page.get_by_role("button", name="Submit job").click()
+
+    failure = page.locator("#submit-failure .failure")
+    expect(failure.locator(".failure-title")).to_have_text("The input is too large")
+    expect(failure.locator(".failure-detail")).to_have_text("input.text is over 1,048,576 UTF-8 bytes.")
+    expect(page.get_by_role("button", name="Submit job")).to_be_enabled()
+    assert "urn:outlast" not in failure.inner_text()

@@ -115,6 +115,7 @@ export class JobsScreen implements Screen {
     });
     if (this.empty !== null) {
       this.empty.hidden = !(list.loaded && list.ids.length === 0 && list.failure === null);
+      setText(this.empty, list.nextCursor === null ? "No jobs here yet." : "None on this page; try Older.");
     }
     if (this.newer !== null && this.older !== null) {
       this.newer.disabled = list.previous.length === 0;

@@ -366,3 +366,22 @@ def test_a_refused_submit_shows_the_problems_title_and_detail(console: ConsolePa
     expect(failure.locator(".failure-detail")).to_have_text("input.text is over 1,048,576 UTF-8 bytes.")
     expect(page.get_by_role("button", name="Submit job")).to_be_enabled()
     assert "urn:outlast" not in failure.inner_text()
+
+
+def test_without_the_websocket_the_rows_still_change_by_polling(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    # No ticket can be had: the console cannot open the socket and falls back to polling.
+    console.expect_error(r"net::ERR_FAILED")
+    page.route("**/v1/realtime/tickets", lambda route: route.abort("failed"))
+    page.goto(stack.console_url)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_label("User name").fill(unique("web-poll"))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#live")).to_have_attribute("data-mode", "polling")
+    page.evaluate(WATCH_ROWS)
+
+    job_id = submit_text(page, f"Polled, not pushed. [[delay:2]] {uuid.uuid4()}")
+
+    expect(page.locator(f'tr[data-job-id="{job_id}"]')).to_have_attribute("data-status", "Succeeded")
+    assert page.evaluate(f"window.__seen['{job_id}']")[-1] == "Succeeded"
+    expect(page.locator("#live")).to_have_attribute("data-mode", "polling")

@@ -37,19 +37,20 @@ from infra.names import (
 from infra.packaging import Packaging
 
 DESCRIPTION = "outlast: durable LLM jobs on AWS serverless"
-PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not deployable]"
+PLACEHOLDER_NOTE = " [placeholder layers or console: synthesized without bundling, not deployable]"
 
 
-def console_site(config: StageConfig) -> Path:
-    """The console's build for the asset: built when bundling, cached under auto, else a placeholder."""
+def console_site(config: StageConfig) -> tuple[Path, bool]:
+    """The console's build for the asset, and whether it is a placeholder: built when bundling
+    (node_modules needed), built when possible under auto, else (tests, local mode) a placeholder."""
     if config.bundle is BundleMode.ON:
-        return build_console()
+        return build_console(), False
     if config.bundle is BundleMode.AUTO:
         try:
-            return build_console()
+            return build_console(), False
         except ConsoleBuildError:
-            return placeholder()
-    return placeholder()
+            return placeholder(), True
+    return placeholder(), True
 
 
 class OutlastStack(Stack):
@@ -60,7 +61,8 @@ class OutlastStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, description=DESCRIPTION, **kwargs)
         factory = FunctionFactory(self, PACKAGING, config=config, packaging=packaging)
-        if factory.placeholder_layers:
+        site, placeholder_console = console_site(config)
+        if factory.placeholder_layers or placeholder_console:
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
         storage = Storage(self, STORAGE, config=config)
@@ -77,9 +79,7 @@ class OutlastStack(Stack):
             storage=storage,
             route_functions={FunctionName.TICKETS: realtime.tickets_function},
         )
-        console = Console(
-            self, CONSOLE, config=config, auth=auth, api=api, realtime=realtime, site=console_site(config)
-        )
+        console = Console(self, CONSOLE, config=config, auth=auth, api=api, realtime=realtime, site=site)
         functions = {
             **api.functions,
             FunctionName.RELAY: outbox.relay,

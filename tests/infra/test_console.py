@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from aws_cdk.assertions import Template
 
 from infra.app import build_app
 from infra.config import StageConfig
+from infra.console_build import build_console, source_digest
 from infra.console_policy import content_security_policy
 from infra.names import (
     API,
@@ -197,3 +199,33 @@ def test_cors_origins_come_from_the_console_origin_and_the_extra_origins(context
 def test_bad_console_settings_are_refused_at_synth(context):
     with pytest.raises(ValueError, match=r"consoleOrigin|authDomainPrefix"):
         StageConfig.model_validate(context)
+
+
+def test_the_built_console_has_no_inline_script_style_or_html_sinks(tmp_path):
+    # Given the console built as a deploy builds it (esbuild from node_modules)
+    site = build_console(build_dir=tmp_path)
+
+    # Then index.html loads only its own files, and nothing needs 'unsafe-inline' or Trusted Types
+    page = (site / "index.html").read_text()
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, flags=re.DOTALL)
+    assert scripts
+    assert all('src="' in attributes and body.strip() == "" for attributes, body in scripts)
+    assert "<style" not in page
+    assert not re.search(r"\sstyle=|\son[a-z]+=", page)
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    bundle = (site / "main.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+        assert sink not in bundle, sink
+    assert (site / "main.css").is_file()
+    assert not (site / "config.json").exists()  # each deployment writes its own
+
+
+def test_the_console_build_is_content_addressed_and_reused(tmp_path):
+    first = build_console(build_dir=tmp_path)
+    stamp = (first / "main.js").stat().st_mtime_ns
+
+    again = build_console(build_dir=tmp_path)
+
+    assert again == first
+    assert (again / "main.js").stat().st_mtime_ns == stamp
+    assert first.name == source_digest()

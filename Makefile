@@ -42,7 +42,7 @@ lock: $(STAMP) ## Re-resolve requirements/*.txt with uv (LOCK_ARGS=--upgrade for
 	$(BIN)/python -m infra.lock $(LOCK_ARGS)
 
 .PHONY: test
-test: $(STAMP) ## Every test layer: unit, integration, infra, e2e; coverage floor 85% (the README's test command)
+test: $(STAMP) $(NODE_STAMP) ## Every test layer: unit, contract, integration, infra, e2e (browser tests included); coverage floor 85%
 	@# Two workers for the layers that run in-process (file by file: a file's fixtures stay together);
 	@# the end-to-end layer runs alone, as its stacks already use every core.
 	$(BIN)/python -m pytest -n 2 --dist loadfile --cov --cov-report= tests/unit tests/contract tests/integration tests/infra $(PYTEST_ARGS)
@@ -52,15 +52,23 @@ test: $(STAMP) ## Every test layer: unit, integration, infra, e2e; coverage floo
 check: lint test ## What CI runs: lint, then every test
 
 .PHONY: test-e2e
-test-e2e: $(STAMP) ## End-to-end tests only (starts the local stack over real HTTP)
+test-e2e: $(STAMP) $(NODE_STAMP) ## End-to-end tests only (the local stack over real HTTP, the console in Chromium)
 	$(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
 
 .PHONY: demo
 demo: $(STAMP) ## Start the local system, run a handful of jobs (success, 429 retries, failure, cancel), stop
 	$(BIN)/python -m outlast.demo
 
+.PHONY: test-browser
+test-browser: $(STAMP) $(NODE_STAMP) ## The console's browser tests only (Debian's chromium, headless; a local stack)
+	$(BIN)/python -m pytest tests/e2e/browser $(PYTEST_ARGS)
+
+.PHONY: screenshot
+screenshot: $(STAMP) $(NODE_STAMP) ## Make docs/console.png (the README's picture) again from a browser test run
+	OUTLAST_SCREENSHOT=$(CURDIR)/docs/console.png $(BIN)/python -m pytest tests/e2e/browser -k screenshot
+
 .PHONY: up
-up: $(STAMP) ## Run the whole system locally: prints `ready: http://127.0.0.1:8000`; Ctrl-C stops it
+up: $(STAMP) $(NODE_STAMP) ## Run the whole system locally: prints `console: http://127.0.0.1:8001/` and `ready: http://127.0.0.1:8000`; Ctrl-C stops it
 	$(BIN)/outlast local up $(UP_ARGS)
 
 .PHONY: test-unit
@@ -72,10 +80,11 @@ test-integration: $(STAMP) ## Integration tests only (handlers and adapters agai
 	$(BIN)/python -m pytest tests/integration $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: $(STAMP) ## ruff (lint + format check) and mypy
+lint: $(STAMP) $(NODE_STAMP) ## ruff (lint + format check), mypy, and the console's TypeScript (tsc, strict)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy shared functions infra outlast tests
+	node_modules/.bin/tsc -p web
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and autofix with ruff
@@ -83,8 +92,18 @@ fmt: $(STAMP) ## Format and autofix with ruff
 	$(BIN)/ruff check --fix .
 
 .PHONY: openapi
-openapi: $(STAMP) ## Regenerate docs/openapi.json from the code
+openapi: $(STAMP) $(NODE_STAMP) ## Regenerate docs/openapi.json from the code, and the console's types from it
 	$(BIN)/python -m outlast.openapi > docs/openapi.json
+	node_modules/.bin/openapi-typescript docs/openapi.json -o web/src/api/schema.d.ts
+
+# --- the web console (web/) ----------------------------------------------------------------------
+.PHONY: console
+console: $(NODE_STAMP) ## Build the web console with esbuild (offline, from node_modules) into build/console/<hash>
+	$(BIN)/python -c 'from infra.console_build import build_console; print(build_console())'
+
+.PHONY: console-types
+console-types: $(NODE_STAMP) ## Regenerate web/src/api/schema.d.ts from docs/openapi.json (openapi-typescript; a test checks it)
+	node_modules/.bin/openapi-typescript docs/openapi.json -o web/src/api/schema.d.ts
 
 .PHONY: clean
 clean: ## Remove build outputs and caches (keeps .venv)

@@ -50,6 +50,7 @@ LOG_RETENTION_DAYS = frozenset(
 )
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_ORIGIN = re.compile(r"^https://[a-z0-9.-]+(:\d{1,5})?$")
 
 
 class BundleMode(StrEnum):
@@ -105,7 +106,14 @@ class StageConfig(BaseModel):
     # Identity and the HTTP API.
     self_sign_up: bool = Field(default=False, alias="selfSignUp")
     threat_protection: bool = Field(default=False, alias="threatProtection")
-    cors_allowed_origins: CsvTuple = Field(default=("*",), alias="corsAllowedOrigins", min_length=1)
+    # Origins the API's CORS allows besides the console's (`consoleOrigin`); neither set: any (`*`).
+    cors_allowed_origins: CsvTuple = Field(default=(), alias="corsAllowedOrigins")
+    # The web console (DESIGN.md, "Web console"): its origin as browsers see it (the ConsoleUrl output
+    # after the first deploy, or a domain in front of it), and the user pool domain's prefix.
+    console_origin: str | None = Field(default=None, alias="consoleOrigin")
+    auth_domain_prefix: str | None = Field(
+        default=None, alias="authDomainPrefix", pattern=r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+    )
     api_throttle_rate_limit: float = Field(default=100, alias="apiThrottleRateLimit", gt=0)
     api_throttle_burst_limit: int = Field(default=200, alias="apiThrottleBurstLimit", ge=1)
     api_memory_mb: int = Field(default=512, alias="apiMemoryMb", ge=128, le=10_240)
@@ -178,7 +186,7 @@ class StageConfig(BaseModel):
             raise ValueError(f"must be one of {sorted(LOG_RETENTION_DAYS)}")
         return value
 
-    @field_validator("alarm_email", "openai_base_url", mode="before")
+    @field_validator("alarm_email", "openai_base_url", "console_origin", "auth_domain_prefix", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -188,6 +196,21 @@ class StageConfig(BaseModel):
     def _email(cls, value: str | None) -> str | None:
         if value is not None and not _EMAIL.match(value):
             raise ValueError("not an email address")
+        return value
+
+    @field_validator("console_origin")
+    @classmethod
+    def _origin(cls, value: str | None) -> str | None:
+        if value is not None and not _ORIGIN.match(value):
+            raise ValueError("must be an https origin: https://host[:port], no path")
+        return value
+
+    @field_validator("auth_domain_prefix")
+    @classmethod
+    def _prefix(cls, value: str | None) -> str | None:
+        # Cognito refuses prefixes that name AWS, Amazon or Cognito.
+        if value is not None and any(word in value for word in ("aws", "amazon", "cognito")):
+            raise ValueError("must not contain aws, amazon or cognito (Cognito refuses them)")
         return value
 
     @model_validator(mode="after")
@@ -228,6 +251,12 @@ class StageConfig(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def api_cors_origins(self) -> tuple[str, ...]:
+        """What the HTTP API's CORS allows: the console's origin and `corsAllowedOrigins`, else any."""
+        origins = ((self.console_origin,) if self.console_origin else ()) + self.cors_allowed_origins
+        return tuple(dict.fromkeys(origins)) or ("*",)
 
     @property
     def plan(self) -> PlanParameters:

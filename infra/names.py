@@ -25,6 +25,7 @@ REALTIME = "Realtime"
 WEBHOOKS = "Webhooks"
 BUDGETS = "Budgets"
 MONITORING = "Monitoring"
+CONSOLE = "Console"
 PACKAGING = "Packaging"
 
 # Constructs inside the capabilities that local mode and tests look up.
@@ -55,6 +56,14 @@ WEBSOCKET_STAGE_NAME = "live"
 # The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
 TICKET_IDENTITY_SOURCE = "route.request.querystring.ticket"
 WEBSOCKET_ROUTES = ("$connect", "$disconnect", "$default")
+# The web console (infra/constructs/console.py); local mode finds its app client by CONSOLE_CLIENT.
+CONSOLE_BUCKET = "Bucket"
+CONSOLE_HEADERS = "Headers"
+CONSOLE_DISTRIBUTION = "Distribution"
+CONSOLE_DOMAIN = "Domain"
+CONSOLE_CLIENT = "ConsoleClient"
+CONSOLE_BRANDING = "Branding"
+CONSOLE_DEPLOYMENT = "Deployment"
 ALARM_TOPIC = "AlarmTopic"
 SWEEP_RULE = "Schedule"
 
@@ -154,6 +163,9 @@ class Output(StrEnum):
     WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
     BUDGETS_TABLE_NAME = "BudgetsTableName"
     DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
+    CONSOLE_URL = "ConsoleUrl"
+    CONSOLE_CLIENT_ID = "ConsoleClientId"
+    AUTH_DOMAIN_URL = "AuthDomainUrl"
 
 
 class Runbook(StrEnum):

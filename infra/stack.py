@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra.config import StageConfig
+from infra.config import BundleMode, StageConfig
+from infra.console_build import ConsoleBuildError, build_console, placeholder
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
 from infra.constructs.budgets import Budgets
+from infra.constructs.console import Console
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -23,6 +26,7 @@ from infra.names import (
     API,
     AUTH,
     BUDGETS,
+    CONSOLE,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -37,18 +41,33 @@ from infra.names import (
 from infra.packaging import Packaging
 
 DESCRIPTION = "outlast: durable LLM jobs on AWS serverless"
-PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not deployable]"
+PLACEHOLDER_NOTE = " [placeholder layers or console: synthesized without bundling, not deployable]"
+
+
+def console_site(config: StageConfig) -> tuple[Path, bool]:
+    """The console's build for the asset, and whether it is a placeholder: built when bundling
+    (node_modules needed), built when possible under auto, else (tests, local mode) a placeholder."""
+    if config.bundle is BundleMode.ON:
+        return build_console(), False
+    if config.bundle is BundleMode.AUTO:
+        try:
+            return build_console(), False
+        except ConsoleBuildError:
+            return placeholder(), True
+    return placeholder(), True
 
 
 class OutlastStack(Stack):
-    """Auth, storage, outbox, worker, sweeper, webhooks, live updates, API, monitoring; nothing else."""
+    """Auth, storage, budgets, outbox, worker, sweeper, webhooks, live updates, API, console and
+    monitoring; nothing else."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
     ) -> None:
         super().__init__(scope, construct_id, description=DESCRIPTION, **kwargs)
         factory = FunctionFactory(self, PACKAGING, config=config, packaging=packaging)
-        if factory.placeholder_layers:
+        site, placeholder_console = console_site(config)
+        if factory.placeholder_layers or placeholder_console:
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
         storage = Storage(self, STORAGE, config=config)
@@ -81,6 +100,7 @@ class OutlastStack(Stack):
                 FunctionName.BUDGET: budgets.function,
             },
         )
+        console = Console(self, CONSOLE, config=config, auth=auth, api=api, realtime=realtime, site=site)
         functions = {
             **api.functions,
             FunctionName.RELAY: outbox.relay,
@@ -114,6 +134,12 @@ class OutlastStack(Stack):
                 auth.client.user_pool_client_id,
                 "App client that signs users in; its ID tokens are the API's bearer tokens",
             ),
+            Output.CONSOLE_URL: (console.url, "The web console: open it in a browser and sign in"),
+            Output.CONSOLE_CLIENT_ID: (
+                console.client.user_pool_client_id,
+                "The console's public app client (authorization code + PKCE, managed login)",
+            ),
+            Output.AUTH_DOMAIN_URL: (console.domain.base_url(), "The user pool domain (managed login)"),
             Output.JOBS_QUEUE_URL: (outbox.jobs_queue.queue_url, "Jobs queue (the worker's trigger)"),
             Output.DLQ_URL: (
                 outbox.dead_letter_queue.queue_url,

@@ -118,7 +118,14 @@ class JobSummary(BaseModel):
             attempts=self.attempts,
             crashes=self.crashes,
             revision=self.revision,
-            progress=ProgressDocument(completed_steps=self.completed_steps, total_steps=self.total_steps),
+            # A one-step job's only step is its final call, which writes no checkpoint: Succeeded
+            # means every step is done (DESIGN.md: a one-step job shows 0/1, then 1/1).
+            progress=ProgressDocument(
+                completed_steps=self.total_steps
+                if self.status is JobStatus.SUCCEEDED
+                else self.completed_steps,
+                total_steps=self.total_steps,
+            ),
             cancel_requested_at=self.cancel_requested_at,
             result_url=f"/v1/jobs/{self.job_id}/result" if self.status is JobStatus.SUCCEEDED else None,
             error=ErrorDocument(code=self.error.code, message=self.error.message) if self.error else None,

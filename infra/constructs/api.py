@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 
 import jsii
-from aws_cdk import Duration
+from aws_cdk import Duration, IStableListProducer, Lazy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -95,6 +95,9 @@ class Api(Construct):
             retention=retention(config.log_retention_days),
             removal_policy=removal_policy(config),
         )
+        # The app clients whose ID tokens the authorizer accepts: the API's own, and the console's
+        # (`accept_audience`, called by the console construct, which is built after the API).
+        self._audiences = [auth.client.user_pool_client_id]
         self.http_api = apigwv2.HttpApi(
             self,
             HTTP_API,
@@ -103,11 +106,11 @@ class Api(Construct):
             default_authorizer=authorizers.HttpJwtAuthorizer(
                 "CognitoAuthorizer",
                 jwt_issuer=auth.user_pool.user_pool_provider_url,
-                jwt_audience=[auth.client.user_pool_client_id],
+                jwt_audience=Lazy.list(_Audiences(self._audiences)),
                 identity_source=["$request.header.Authorization"],
             ),
             cors_preflight=apigwv2.CorsPreflightOptions(
-                allow_origins=list(config.cors_allowed_origins),
+                allow_origins=list(config.api_cors_origins),
                 allow_methods=[apigwv2.CorsHttpMethod.GET, apigwv2.CorsHttpMethod.POST],
                 allow_headers=list(CORS_ALLOW_HEADERS),
                 expose_headers=list(CORS_EXPOSE_HEADERS),
@@ -124,6 +127,10 @@ class Api(Construct):
             access_log_settings=_AccessLogs(self.access_logs),
         )
         self._routes()
+
+    def accept_audience(self, client_id: str) -> None:
+        """Accept ID tokens of another app client on every route (the ticket route included)."""
+        self._audiences.append(client_id)
 
     def _submit(
         self, config: StageConfig, factory: FunctionFactory, storage: Storage, budgets: Budgets
@@ -216,6 +223,18 @@ class Api(Construct):
                 methods=[_METHODS[route.method]],
                 integration=integrations_by_function[route.function],
             )
+
+
+@jsii.implements(IStableListProducer)
+class _Audiences:
+    """The authorizer's audience list, read at synth (after every construct had its say)."""
+
+    def __init__(self, audiences: list[str]) -> None:
+        self._audiences = audiences
+
+    def produce(self) -> list[str]:
+        """The client ids, in the order they were added."""
+        return list(self._audiences)
 
 
 @jsii.implements(apigwv2.IAccessLogSettings)

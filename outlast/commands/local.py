@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import os
-import secrets
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import boto3
 
 from outlast.chaos.spec import ChaosSpec
-
-if TYPE_CHECKING:
-    from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
 
 DEFAULT_PORT = 8000
 STOP_TIMEOUT_SECONDS = 90
@@ -41,6 +37,11 @@ def register(commands: Any) -> None:
     up.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP API port (default 8000)")
     up.add_argument(
         "--ws-port", type=int, default=0, help="WebSocket API port (default: a free one, printed at start)"
+    )
+    up.add_argument(
+        "--console-port",
+        type=int,
+        help="web console port (default: the API's port + 1 when free, else a free one; printed at start)",
     )
     up.add_argument("--cdk-out", type=Path, help="cloud assembly directory (default cdk.out.local)")
     up.add_argument("--context", "-c", action="append", metavar="KEY=VALUE", help="CDK context for the synth")
@@ -73,6 +74,7 @@ def _up(arguments: argparse.Namespace) -> int:
     options = LocalOptions(
         port=arguments.port,
         ws_port=arguments.ws_port,
+        console_port=arguments.console_port,
         context=_pairs(arguments.context),
         environment=_pairs(arguments.env),
         schedule_seconds=arguments.schedule_seconds,
@@ -96,6 +98,8 @@ def _up(arguments: argparse.Namespace) -> int:
         if stack.websocket_url is not None:
             # Before `ready:`: whoever waits for that line reads this one too, and nothing after it.
             print(f"websocket: {stack.websocket_url}", flush=True)
+        if stack.console_url is not None:
+            print(f"console: {stack.console_url}", flush=True)
         print(f"ready: {stack.front.url}", flush=True)
         stop.wait()
     finally:
@@ -131,27 +135,11 @@ def local_client(service: str, state: dict[str, Any]) -> Any:
 
 def issue_token(state: dict[str, Any], user: str, tenant: str | None) -> str:
     """An ID token from the local user pool; the user is created (or its tenant updated) first."""
+    from outlast.local.users import sign_in  # noqa: PLC0415 - see _up
+
     cognito = local_client("cognito-idp", state)
-    pool, client = state["userPoolId"], state["userPoolClientId"]
-    attributes: list[AttributeTypeTypeDef] = [{"Name": "custom:tenant", "Value": tenant}] if tenant else []
-    try:
-        cognito.admin_get_user(UserPoolId=pool, Username=user)
-        if attributes:
-            cognito.admin_update_user_attributes(UserPoolId=pool, Username=user, UserAttributes=attributes)
-    except cognito.exceptions.UserNotFoundException:
-        cognito.admin_create_user(
-            UserPoolId=pool, Username=user, UserAttributes=attributes, MessageAction="SUPPRESS"
-        )
-    # A fresh random password each time: nobody needs to remember a local user's password.
-    password = "Aa1!" + secrets.token_urlsafe(16)
-    cognito.admin_set_user_password(UserPoolId=pool, Username=user, Password=password, Permanent=True)
-    result = cognito.admin_initiate_auth(
-        UserPoolId=pool,
-        ClientId=client,
-        AuthFlow="ADMIN_USER_PASSWORD_AUTH",
-        AuthParameters={"USERNAME": user, "PASSWORD": password},
-    )
-    return str(result["AuthenticationResult"]["IdToken"])
+    result = sign_in(cognito, state["userPoolId"], state["userPoolClientId"], user, tenant)
+    return str(result["IdToken"])
 
 
 def _token(arguments: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from outlast.local.jwt_auth import JwtVerifier, Unauthorized, as_api_gateway_claims
 
@@ -94,6 +94,15 @@ class TokenBucket:
             return True
 
 
+class LocalEndpoints(Protocol):
+    """Paths the local front serves beside the API's routes (local mode only: the console's sign-in)."""
+
+    def answer(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes] | None:
+        """The answer for one of its paths; None for any other."""
+
+
 @dataclass
 class ApiConfig:
     """Everything the front needs, resolved from the template."""
@@ -102,6 +111,7 @@ class ApiConfig:
     routes: list[Route]
     cors: Cors | None = None
     throttle: TokenBucket | None = None
+    local: LocalEndpoints | None = None
 
 
 @dataclass(frozen=True)
@@ -162,13 +172,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(request_id, *_plain(413, "Request Entity Too Large"), close=True)
             return
         body = self.rfile.read(length) if length else b""
-        status, headers, payload = self._answer(request_id, body)
+        local = self._local(body)
+        status, headers, payload = local if local is not None else self._answer(request_id, body)
         self._reply(request_id, status, headers, payload)
+
+    def _local(self, body: bytes) -> tuple[int, dict[str, str], bytes] | None:
+        """Local mode's own endpoints (the console's sign-in), before the API's routes."""
+        local = self.server.config.local
+        if local is None:
+            return None
+        path, _, query = self.path.partition("?")
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        return local.answer(self.command, path, query, headers, body)
 
     def _answer(self, request_id: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         config = self.server.config
         headers = {key.lower(): value for key, value in self.headers.items()}
         origin = headers.get("origin")
+        path, _, query = self.path.partition("?")
         if (
             self.command == "OPTIONS"
             and config.cors
@@ -178,7 +199,6 @@ class _Handler(BaseHTTPRequestHandler):
             return self._preflight(config.cors, origin)
         if config.throttle is not None and not config.throttle.take():
             return self._with_cors(_plain(429, "Too Many Requests"), origin)
-        path, _, query = self.path.partition("?")
         match = self._route(path)
         if match is None:
             return self._with_cors(_plain(404, "Not Found"), origin)

@@ -159,7 +159,11 @@ class Provisioner:
         )
 
     def _user_pool_client(self, resource: Resource) -> None:
-        properties = self.resolver.resolve(resource.properties)
+        # Not the callback and sign-out URLs: the console's name its CloudFront distribution, which
+        # local mode does not create (its console front has its own origin and checks redirects).
+        wanted = ("UserPoolId", "ClientName", "GenerateSecret", "ExplicitAuthFlows", "ReadAttributes",
+                  "WriteAttributes", "PreventUserExistenceErrors")  # fmt: skip
+        properties = self.resolver.resolve({k: v for k, v in resource.properties.items() if k in wanted})
         arguments: dict[str, Any] = {
             "UserPoolId": properties["UserPoolId"],
             "ClientName": properties.get("ClientName") or resource.logical_id,

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,12 @@ from typing import Any
 
 import boto3
 
+from infra.console_build import ConsoleBuildError, build_console
+from infra.console_policy import CONSOLE_SCOPES
+from infra.names import CONSOLE_CLIENT
 from outlast.chaos.spec import ENV_HANDLER, ENV_SPEC, SHIM_HANDLER, ChaosSpec
 from outlast.local import event_sources
+from outlast.local.console_front import ConsoleFront
 from outlast.local.event_sources import SqsSource, StreamSource, scheduled_event
 from outlast.local.http_front import ApiConfig, ApiFront, Cors, Route, TokenBucket
 from outlast.local.jwt_auth import JwtAuthorizer, JwtVerifier
@@ -39,10 +44,12 @@ from outlast.local.lambda_runtime import (
     spawn,
 )
 from outlast.local.model_server import ModelServer
+from outlast.local.oauth import LocalAuthorizationServer, PublicClient
 from outlast.local.process import free_port
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
 from outlast.local.template import REGION, Resolver, Resource, Template, TemplateError
+from outlast.local.users import sign_in
 from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketFront
 from outlast.local.websocket_template import (
     local_urls,
@@ -78,6 +85,8 @@ class LocalOptions:
 
     port: int = 8000
     ws_port: int = 0  # the WebSocket front's port; 0: a free one (printed as `websocket: ws://...`)
+    # The web console's port (its own origin); None: the API's port + 1 when free, else any free one.
+    console_port: int | None = None
     cdk_out: Path = PROJECT_ROOT / "cdk.out.local"
     context: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
@@ -164,6 +173,7 @@ class LocalStack:
         self._websocket: WebSocketFront | None = None
         self._management: ManagementApi | None = None
         self._local_urls: dict[str, str] = {}
+        self._console: ConsoleFront | None = None
 
     @property
     def template(self) -> Template:
@@ -205,8 +215,10 @@ class LocalStack:
         self.resources = Provisioner(self._template, self._resolver, self.endpoint).provision()
         self._model = ModelServer().start()
         self._bind_websocket()
+        self._bind_console()
         self._start_functions()
         self._front = ApiFront(self._api_config(), port=self.options.port).start()
+        self._start_console()
         self._start_websocket()
         self._start_mappings()
         self._start_schedules()
@@ -275,10 +287,8 @@ class LocalStack:
     def _start_functions(self) -> None:
         base = self._base_environment()
         for resource in self.template.resources("AWS::Lambda::Function"):
-            if "Handler" not in resource.properties or not str(
-                resource.properties.get("Runtime", "")
-            ).startswith("python"):
-                continue  # CDK's own helper functions (custom resources) do not run locally
+            if not str(resource.properties.get("Handler", "")).startswith("functions."):
+                continue  # CDK's own helper functions (custom resources, the console's deployment)
             spec = self._function_spec(resource)
             self.pools[spec.arn] = FunctionPool(spec, base, self._function_log(spec))
 
@@ -404,7 +414,11 @@ class LocalStack:
             invoke = self.invoker(self._arn_of(function_arn), max_wait=INTEGRATION_TIMEOUT_SECONDS)
             routes.append(Route(str(properties["RouteKey"]), invoke, authorizer))
         return ApiConfig(
-            api_id=api_id, routes=routes, cors=self._cors(apis), throttle=self._throttle(http_api)
+            api_id=api_id,
+            routes=routes,
+            cors=self._cors(apis),
+            throttle=self._throttle(http_api),
+            local=self._authorization_server(),
         )
 
     def _arn_of(self, uri: str) -> str:
@@ -431,8 +445,13 @@ class LocalStack:
         if not apis or "CorsConfiguration" not in apis[0].properties:
             return None
         cors = self.resolver.resolve(apis[0].properties["CorsConfiguration"])
+        # The template's origins are AWS's (the console's CloudFront origin, or `*`); locally the
+        # console has its own origin, and the API allows that one only, as a deployed API should.
+        origins = (
+            (self._console.origin,) if self._console is not None else tuple(cors.get("AllowOrigins", []))
+        )
         return Cors(
-            allow_origins=tuple(cors.get("AllowOrigins", [])),
+            allow_origins=origins,
             allow_headers=tuple(cors.get("AllowHeaders", [])),
             allow_methods=tuple(cors.get("AllowMethods", [])),
             expose_headers=tuple(cors.get("ExposeHeaders", [])),
@@ -449,6 +468,77 @@ class LocalStack:
                 rate = float(settings["ThrottlingRateLimit"])
                 return TokenBucket(rate=rate, burst=float(settings.get("ThrottlingBurstLimit", rate)))
         return None
+
+    # --- the web console ---------------------------------------------------------------------
+
+    @property
+    def console_url(self) -> str | None:
+        """The console's URL (after start), or None when it is not served (not built, no client)."""
+        return self._console.url if self._console is not None else None
+
+    def _client_ids(self) -> tuple[str | None, str | None]:
+        """(the API's app client, the console's app client), by the console client's construct id."""
+        api = console = None
+        for logical_id, client_id in self.resources.user_pool_clients.items():
+            if CONSOLE_CLIENT in logical_id:
+                console = client_id
+            elif api is None:
+                api = client_id
+        return api, console
+
+    def _bind_console(self) -> None:
+        """Build the console (esbuild, offline; reused when unchanged) and bind its port."""
+        if self._client_ids()[1] is None:
+            return
+        try:
+            site = build_console()
+        except ConsoleBuildError as error:
+            self.options.log(f"console: not served ({error})")
+            return
+        port = self.options.console_port
+        if port is None:
+            port = self.options.port + 1 if _free(self.options.port + 1) else 0
+        self._console = ConsoleFront(site, port=port)
+
+    def _authorization_server(self) -> LocalAuthorizationServer | None:
+        console_client = self._client_ids()[1]
+        if self._console is None or console_client is None:
+            return None
+        cognito = boto3.client("cognito-idp", endpoint_url=self.endpoint, region_name=REGION)
+        pool = next(iter(self.resources.user_pools.values()))
+        lock = threading.Lock()
+
+        def signed_in(user: str, tenant: str | None) -> dict[str, Any]:
+            with lock:  # one boto3 client, several front threads
+                return sign_in(cognito, pool, console_client, user, tenant)
+
+        url = self._console.url
+        client = PublicClient(console_client, (url,), (url,), (self._console.origin,))
+        return LocalAuthorizationServer(client, signed_in)
+
+    def _start_console(self) -> None:
+        console_client = self._client_ids()[1]
+        if self._console is None or console_client is None:
+            return
+        api = self.front.url
+        pool = next(iter(self.resources.user_pools.values()))
+        config = {
+            "apiUrl": api,
+            "auth": {
+                "issuer": f"https://cognito-idp.{REGION}.amazonaws.com/{pool}",
+                "authorizeEndpoint": f"{api}/oauth2/authorize",
+                "tokenEndpoint": f"{api}/oauth2/token",
+                "logoutEndpoint": f"{api}/logout",
+                "clientId": console_client,
+                "redirectUri": self._console.url,
+                "scopes": list(CONSOLE_SCOPES),
+            },
+        }
+        connect = [api]
+        if self._websocket is not None:
+            connect.append(self._websocket.url.removesuffix(urllib.parse.urlsplit(self._websocket.url).path))
+        self._console.configure(config, connect)
+        self._console.start()
 
     # --- event source mappings, schedules, TTL ---------------------------------------------------
 
@@ -571,7 +661,7 @@ class LocalStack:
     def describe(self) -> dict[str, Any]:
         """What clients of the running stack need: URLs, the user pool and the resources."""
         pools = list(self.resources.user_pools.values())
-        clients = list(self.resources.user_pool_clients.values())
+        api_client, console_client = self._client_ids()
         return {
             "pid": os.getpid(),
             "apiUrl": self.front.url,
@@ -580,7 +670,9 @@ class LocalStack:
             "modelUrl": self.model.url,
             "region": REGION,
             "userPoolId": pools[0] if pools else None,
-            "userPoolClientId": clients[0] if clients else None,
+            "userPoolClientId": api_client,
+            "consoleClientId": console_client,
+            "consoleUrl": self.console_url,
             "tables": self.resources.tables,
             "queues": self.resources.queues,
             "buckets": self.resources.buckets,
@@ -607,6 +699,8 @@ class LocalStack:
 
     def _stop_websocket(self) -> None:
         # After the pools close: each open connection's $disconnect then fails at once, not slowly.
+        if self._console is not None:
+            self._console.stop()
         if self._websocket is not None:
             self._websocket.stop()
         if self._management is not None:
@@ -640,6 +734,15 @@ class LocalStack:
                 self.moto.wait(timeout=5)
         with contextlib.suppress(FileNotFoundError):
             state_path(self.options.port).unlink()
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _accepts(port: int) -> bool:

@@ -21,6 +21,7 @@ from tests.support.local_stack import (
     assert_problem,
     assert_retry_after,
     assert_status_document,
+    assert_unchanged,
     new_key,
     request_hash,
     unique,
@@ -113,7 +114,7 @@ def test_a_replay_makes_no_new_job_and_no_second_model_call(stack: RunningStack)
     assert again.headers["idempotent-replayed"] == "true"
     assert again.headers["location"] == first.headers["location"]
     assert_retry_after(again)
-    assert again.body == document  # where the job stands now: Succeeded
+    assert_unchanged(again.body, document)  # where the job stands now: Succeeded
     listed = stack.call("GET", "/v1/jobs", token=token).body
     assert [item["jobId"] for item in listed["items"]] == [first.body["jobId"]]
     assert len(stack.model_calls(request_hash("summarize", text), at_least=1)) == 1
@@ -435,7 +436,7 @@ def test_cancel_of_a_succeeded_or_failed_job_is_409_and_changes_nothing(stack: R
         assert before["status"] == status
         answer = stack.call("POST", f"/v1/jobs/{job_id}/cancellation", token=token)
         assert_problem(answer, 409, "job_not_cancelable")
-        assert stack.call("GET", f"/v1/jobs/{job_id}", token=token).body == before
+        assert_unchanged(stack.call("GET", f"/v1/jobs/{job_id}", token=token).body, before)
 
 
 def test_cancel_of_a_bad_or_missing_id_is_400_or_404(stack: RunningStack) -> None:
@@ -544,7 +545,7 @@ def test_no_token_or_a_bad_token_is_api_gateways_plain_401(stack: RunningStack) 
 
 
 def test_cors_allows_the_idempotency_key_and_exposes_the_polling_headers(stack: RunningStack) -> None:
-    origin = {"Origin": "https://app.example.com"}
+    origin = {"Origin": stack.console_origin}
     preflight = stack.call(
         "OPTIONS",
         "/v1/jobs",
@@ -555,6 +556,7 @@ def test_cors_allows_the_idempotency_key_and_exposes_the_polling_headers(stack: 
         },
     )
     assert preflight.status == 204
+    assert preflight.headers["access-control-allow-origin"] == stack.console_origin
     allowed = {h.strip().lower() for h in preflight.headers["access-control-allow-headers"].split(",")}
     assert "idempotency-key" in allowed
     token = stack.token(unique("contract-cors"))
@@ -562,3 +564,17 @@ def test_cors_allows_the_idempotency_key_and_exposes_the_polling_headers(stack: 
     assert answer.status == 202
     exposed = {h.strip().lower() for h in answer.headers["access-control-expose-headers"].split(",")}
     assert {"location", "retry-after", "idempotent-replayed"} <= exposed
+
+
+def test_cors_allows_the_console_origin_only(stack: RunningStack) -> None:
+    for other in ("https://app.example.com", "http://127.0.0.1:1"):
+        preflight = stack.call(
+            "OPTIONS",
+            "/v1/realtime/tickets",
+            headers={"Origin": other, "Access-Control-Request-Method": "POST"},
+        )
+        assert "access-control-allow-origin" not in preflight.headers
+        answer = stack.call(
+            "GET", "/v1/jobs", token=stack.token(unique("contract-cors")), headers={"Origin": other}
+        )
+        assert "access-control-allow-origin" not in answer.headers

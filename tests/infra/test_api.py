@@ -11,6 +11,7 @@ from infra.names import (
     API,
     AUTH,
     BUDGETS,
+    CONSOLE_CLIENT,
     CORS_ALLOW_HEADERS,
     CORS_EXPOSE_HEADERS,
     HTTP_API,
@@ -45,9 +46,10 @@ def test_the_seven_routes_exist_and_nothing_else(synthesized):
     assert len(ROUTES) == 7
 
 
-def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
+def test_authorizer_accepts_id_tokens_of_the_api_client_and_the_console_client(synthesized):
     pool = synthesized.logical_id(AUTH, USER_POOL)
     client = synthesized.logical_id(AUTH, USER_POOL, USER_POOL_CLIENT)
+    console = synthesized.logical_id(AUTH, USER_POOL, CONSOLE_CLIENT)
 
     synthesized.template.has_resource_properties(
         "AWS::ApiGatewayV2::Authorizer",
@@ -56,7 +58,7 @@ def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
             "IdentitySource": ["$request.header.Authorization"],
             "JwtConfiguration": {
                 "Issuer": {"Fn::GetAtt": [pool, "ProviderURL"]},
-                "Audience": [{"Ref": client}],
+                "Audience": [{"Ref": client}, {"Ref": console}],
             },
         },
     )
@@ -130,8 +132,9 @@ def test_user_pool_is_admin_only_with_a_strong_password_policy(synthesized):
 
 
 def test_app_client_reads_but_cannot_write_the_tenant(synthesized):
-    (client,) = synthesized.of_type("AWS::Cognito::UserPoolClient").values()
-    properties = client["Properties"]
+    properties = synthesized.resources[synthesized.logical_id(AUTH, USER_POOL, USER_POOL_CLIENT)][
+        "Properties"
+    ]
 
     assert "custom:tenant" in properties["ReadAttributes"]
     assert "custom:tenant" not in properties.get("WriteAttributes", [])

@@ -67,6 +67,17 @@ class RunningStack:
     def url(self) -> str:
         return str(self.state["apiUrl"])
 
+    @property
+    def console_url(self) -> str:
+        """The web console's URL (its own origin), as `outlast local up` printed it."""
+        url = self.state.get("consoleUrl")
+        assert url, "the local stack serves no console (is it built? `npm ci`)"
+        return str(url)
+
+    @property
+    def console_origin(self) -> str:
+        return self.console_url.rstrip("/")
+
     def token(self, user: str, tenant: str | None = None) -> str:
         """An ID token for a local user (cached per user and tenant)."""
         key = (user, tenant)
@@ -189,6 +200,8 @@ def start_stack(
         "up",
         "--port",
         str(port),
+        "--console-port",
+        str(free_port()),
         "--cdk-out",
         str(cdk_out),
     ]
@@ -328,6 +341,18 @@ def function_processes(stack: RunningStack, handler: str) -> list[int]:
 def still_running(processes: Mapping[int, str]) -> list[int]:
     """The processes of a `descendants` snapshot that are alive now (same pid, same start time)."""
     return [pid for pid, start in processes.items() if (found := _process_start(pid)) and found[1] == start]
+
+
+def assert_unchanged(later: dict[str, Any], earlier: dict[str, Any]) -> None:
+    """Two status documents of a job with no write of it in between: equal, except that its run's
+    budget reservation may have been settled meanwhile (the notifier's, after the terminal write),
+    which only ever turns `reservedTokens` to null."""
+    assert later.get("reservedTokens") in (None, earlier.get("reservedTokens")), (later, earlier)
+    assert _without_reservation(later) == _without_reservation(earlier)
+
+
+def _without_reservation(document: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in document.items() if name != "reservedTokens"}
 
 
 def assert_problem(answer: Answer, status: int, code: str) -> dict[str, Any]:

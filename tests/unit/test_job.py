@@ -107,6 +107,12 @@ def test_reserved_tokens_show_while_the_run_is_unsettled(
     assert job.status_document(settled=settled).to_wire()["reservedTokens"] == shown
 
 
+def test_a_succeeded_one_step_job_shows_its_step_done() -> None:
+    job = job_record(CREATED, status=JobStatus.SUCCEEDED)
+
+    assert job.status_document().to_wire()["progress"] == {"completedSteps": 1, "totalSteps": 1}
+
+
 def test_error_and_usage_are_shown_when_present() -> None:
     job = job_record(
         CREATED,

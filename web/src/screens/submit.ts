@@ -1,0 +1,103 @@
+// Submit: an operation, the text (typed, or read from a .txt/.md file), labels for classify. The
+// form is built once and never re-rendered, so nothing the user typed is lost to an update.
+import type { Operation } from "../api/client";
+import { type Actions, parseLabels } from "../actions";
+import { failureBox, h } from "../dom";
+import type { State } from "../state";
+import type { Screen } from "./screen";
+
+const MAX_FILE_BYTES = 1_048_576; // input.text's limit in UTF-8 bytes (DESIGN.md, HTTP contract)
+
+export class SubmitScreen implements Screen {
+  private button: HTMLButtonElement | null = null;
+  private failure: HTMLElement | null = null;
+  private fileNote: HTMLElement | null = null;
+
+  constructor(private readonly actions: Actions) {}
+
+  mount(main: HTMLElement): void {
+    const operation = h(
+      "select",
+      { id: "operation", name: "operation", required: true },
+      h("option", { value: "summarize" }, "Summarize"),
+      h("option", { value: "analyze" }, "Analyze"),
+      h("option", { value: "classify" }, "Classify"),
+    );
+    const text = h("textarea", { id: "text", name: "text", rows: 12, required: true });
+    const file = h("input", { id: "file", name: "file", type: "file", accept: ".txt,.md,text/plain,text/markdown" });
+    const labels = h("textarea", { id: "labels", name: "labels", rows: 3, "aria-describedby": "labels-help" });
+    const labelsRow = h(
+      "div",
+      { class: "field", id: "labels-field", hidden: true },
+      h("label", { for: "labels" }, "Labels"),
+      labels,
+      h("p", { id: "labels-help", class: "help" }, "One per line or separated by commas; the model picks one."),
+    );
+    this.fileNote = h("p", { id: "file-note", class: "help", role: "status" });
+    this.failure = h("div", { id: "submit-failure" });
+    this.button = h("button", { type: "submit", id: "submit-job", class: "primary" }, "Submit job");
+    operation.addEventListener("change", () => {
+      labelsRow.hidden = operation.value !== "classify";
+      labels.required = operation.value === "classify";
+    });
+    file.addEventListener("change", () => void this.readFile(file, text));
+    const form = h(
+      "form",
+      { id: "submit-form", novalidate: false },
+      h("div", { class: "field" }, h("label", { for: "operation" }, "Operation"), operation),
+      h("div", { class: "field" }, h("label", { for: "text" }, "Text"), text),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: "file" }, "Or read the text from a file (.txt, .md)"),
+        file,
+        this.fileNote,
+      ),
+      labelsRow,
+      this.failure,
+      this.button,
+    );
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      void this.actions.submit({
+        operation: operation.value as Operation,
+        text: text.value,
+        labels: parseLabels(labels.value),
+      });
+    });
+    main.replaceChildren(
+      h("section", { "aria-labelledby": "submit-title" }, h("h1", { id: "submit-title" }, "New job"), form),
+    );
+  }
+
+  private async readFile(input: HTMLInputElement, text: HTMLTextAreaElement): Promise<void> {
+    const chosen = input.files?.[0];
+    if (chosen === undefined || this.fileNote === null) {
+      return;
+    }
+    if (!/\.(txt|md)$/i.test(chosen.name)) {
+      this.fileNote.textContent = "Choose a .txt or .md file.";
+      return;
+    }
+    if (chosen.size > MAX_FILE_BYTES) {
+      this.fileNote.textContent = "That file is over 1 MiB, the most a job takes.";
+      return;
+    }
+    text.value = await chosen.text();
+    this.fileNote.textContent = `Read ${chosen.name}.`;
+  }
+
+  render(state: State): void {
+    if (this.button === null || this.failure === null) {
+      return;
+    }
+    this.button.disabled = state.submit.busy;
+    this.button.textContent = state.submit.busy ? "Submitting..." : "Submit job";
+    this.failure.replaceChildren(...(state.submit.failure !== null ? [failureBox(state.submit.failure)] : []));
+  }
+
+  unmount(): void {
+    this.button = null;
+    this.failure = null;
+  }
+}

@@ -13,7 +13,7 @@ import {
   signOut,
   storedSession,
 } from "./auth";
-import { renderBudget } from "./budget";
+import { BudgetPanel } from "./budget";
 import { type Config, loadConfig } from "./config";
 import { failureBox, h, setText } from "./dom";
 import { Live } from "./live";
@@ -55,7 +55,7 @@ class App {
   private readonly nav = element("nav");
   private readonly account = element("account");
   private readonly liveLine = element("live");
-  private readonly budget = element("budget");
+  private readonly budget: BudgetPanel;
   private readonly api: Api;
   private readonly actions: Actions;
   private readonly live: Live;
@@ -69,6 +69,7 @@ class App {
       token: () => getState().session?.idToken ?? null,
       onUnauthorized: () => this.endSession(ENDED),
     });
+    this.budget = new BudgetPanel(element("budget"), this.api);
     this.actions = new Actions(this.api, (hash) => {
       if (window.location.hash === hash) {
         this.routeChanged();
@@ -130,7 +131,7 @@ class App {
     const ms = Math.max(0, session.expiresAt * 1000 - Date.now());
     this.expiry = window.setTimeout(() => this.endSession(EXPIRED), Math.min(ms, 2 ** 31 - 1));
     this.live.start();
-    renderBudget(this.budget, this.api);
+    this.budget.refresh();
     this.routeChanged();
   }
 
@@ -144,6 +145,7 @@ class App {
       this.expiry = null;
     }
     this.live.stop();
+    this.budget.hide();
     forgetSession();
     update((s) => {
       s.session = null;
@@ -190,6 +192,9 @@ class App {
 
   private render(state: State): void {
     const signedIn = state.session !== null;
+    if (signedIn) {
+      this.budget.follow(state.jobs);
+    }
     this.nav.hidden = !signedIn;
     this.account.hidden = !signedIn;
     const who = document.getElementById("who");

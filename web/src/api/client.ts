@@ -11,6 +11,7 @@ export type JobStatus = components["schemas"]["JobStatus"];
 export type Operation = components["schemas"]["Operation"];
 export type SubmitRequest = components["schemas"]["SubmitRequest"];
 export type TicketDocument = components["schemas"]["TicketDocument"];
+export type BudgetDocument = components["schemas"]["BudgetDocument"];
 
 export const JOB_STATUSES: readonly JobStatus[] = [
   "Pending",
@@ -117,5 +118,9 @@ export class Api {
 
   ticket(): Promise<Outcome<TicketDocument>> {
     return settle(this.client.POST("/v1/realtime/tickets"));
+  }
+
+  budget(): Promise<Outcome<BudgetDocument>> {
+    return settle(this.client.GET("/v1/budget"));
   }
 }

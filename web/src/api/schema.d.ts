@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/v1/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the caller's token budget
+         * @description The monthly token budget of the caller's tenant, this calendar month (UTC): the limit (null when there is none), the tokens its ended jobs used, the tokens its running jobs hold (each reserved its upper bound at submit), and what new jobs may still reserve.
+         */
+        get: operations["getBudget"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -16,7 +36,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a job
-         * @description Accepts work for the model and answers at once; poll the Location for its status.
+         * @description Accepts work for the model and answers at once; poll the Location for its status. When the caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens (403 budget_exceeded when it does not fit); the reservation is settled to the tokens used when the job ends.
          */
         post: operations["submitJob"];
         delete?: never;
@@ -100,6 +120,43 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * BudgetDocument
+         * @description The caller's tenant's token budget this calendar month (UTC): GET /v1/budget.
+         */
+        BudgetDocument: {
+            /**
+             * Limittokens
+             * @description The monthly limit; null: no limit.
+             */
+            limitTokens: number | null;
+            /**
+             * Period
+             * @description The calendar month (UTC), YYYY-MM.
+             */
+            period: string;
+            /**
+             * Remainingtokens
+             * @description What new jobs may still reserve; null: no limit.
+             */
+            remainingTokens: number | null;
+            /**
+             * Reservedtokens
+             * @description Tokens held by jobs not settled yet (their upper bound).
+             */
+            reservedTokens: number;
+            /**
+             * Resetsat
+             * Format: date-time
+             * @description When the next period starts.
+             */
+            resetsAt: string;
+            /**
+             * Usedtokens
+             * @description Tokens the period's ended jobs used.
+             */
+            usedTokens: number;
+        };
         /**
          * ErrorDocument
          * @description Why a job failed: a stable code and a message safe to show.
@@ -238,6 +295,8 @@ export interface components {
             jobId: string;
             operation: components["schemas"]["Operation"];
             progress: components["schemas"]["ProgressDocument"];
+            /** Reservedtokens */
+            reservedTokens: number | null;
             /** Resulturl */
             resultUrl: string | null;
             /** Revision */
@@ -293,6 +352,95 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's budget this period. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetDocument"];
+                };
+            };
+            /** @description Problem: invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unauthorized. application/json from API Gateway when the JWT authorizer refused the token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: request_too_large. application/json from API Gateway when the body is over API Gateway's 10 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description application/json from API Gateway when API Gateway throttled the request (no Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            /** @description Problem: internal_error. application/json from API Gateway when the function failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: service_unavailable. application/json from API Gateway when the function timed out */
+            503: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listJobs: {
         parameters: {
             query?: {
@@ -436,6 +584,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: budget_exceeded */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };

@@ -126,6 +126,15 @@ class Scene:
         sqs, resources = self.target.sqs, self.target.resources
         return queue_depth(sqs, resources.dlq_url), queue_depth(sqs, resources.jobs_queue_url)
 
+    def queues_idle(self) -> bool:
+        """Nothing visible, in flight or delayed on the jobs queue or the isolation queue."""
+        sqs, resources = self.target.sqs, self.target.resources
+        for url in (resources.jobs_queue_url, resources.isolation_queue_url):
+            depth = queue_depth(sqs, url)
+            if depth.visible or depth.in_flight or depth.delayed:
+                return False
+        return True
+
     def model_calls(self, job_id: str) -> list[int | None]:
         """The status of every model call made for the job so far (the server keys calls by prompt)."""
         url = str(self.stack.state["modelUrl"]).removesuffix("/v1") + "/_calls"
@@ -354,7 +363,8 @@ def test_a_succeeded_jobs_stray_message_is_dropped_without_a_model_call(scene: S
     assert run.code == 0, run.out
     assert "drop-succeeded" in run.out
     assert scene.dlq_ids_of(scene.done_id) == set()
-    time.sleep(3)  # a message sent by mistake would have been claimed by now
+    # Once both queues are idle, a message sent by mistake would have been received and handled
+    wait_for(scene.queues_idle, timeout_seconds=120)
     assert scene.item(scene.done_id) == item
     assert result_of(scene.job(scene.done_id), scene.target.payloads) == result
     assert scene.model_calls(scene.done_id) == [200]

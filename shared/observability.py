@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import uuid
-
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer

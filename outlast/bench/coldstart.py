@@ -18,10 +18,12 @@ the variables the Lambda Python runtime sets (`LAMBDA_TASK_ROOT`, `AWS_EXECUTION
 level of its LoggingConfig, ...). Without them aws-xray-sdk, imported by every function through
 Powertools' tracer, sees no `LAMBDA_TASK_ROOT` and builds its centralized sampler and that
 sampler's X-Ray client at import, which no function does in Lambda. The baseline gets the same
-variables (the status function's), so the ratio still compares like with like. The tracer stays
-disabled as in local mode (`POWERTOOLS_TRACE_DISABLED`), so traced functions' numbers leave out
-its patching. The Lambda runtime client itself (awslambdaric) is not started: it costs every
-function alike, the baseline included.
+variables (the status function's), so the ratio still compares like with like. The tracer is as
+the template deploys it (`child_environment`): off on the API functions (unless `apiTracing`),
+on for the relay, the worker and the sweeper, whose numbers include importing aws-xray-sdk and
+patching at import (the trace header says `Sampled=0`, so no segment is sent). The Lambda
+runtime client itself (awslambdaric) is not started: it costs every function alike, the
+baseline included.
 
 This is a local proxy: interpreter start, imports and client creation on this machine's CPU,
 and the first request against moto. Lambda adds its own sandbox start and runs on a fraction
@@ -33,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -222,6 +225,19 @@ def lambda_variables(spec: FunctionSpec) -> dict[str, str]:
     return variables
 
 
+def child_environment(environment: dict[str, str], spec: FunctionSpec) -> dict[str, str]:
+    """A function's local environment, as its template deploys it, plus the Lambda runtime's.
+
+    Local mode turns the tracer off everywhere (no X-Ray daemon); a traced function is measured
+    as deployed, tracer on: it imports aws-xray-sdk and patches botocore at import, as in Lambda.
+    The runtime's trace header says `Sampled=0`, so no segment is sent anywhere.
+    """
+    variables = {**environment, **lambda_variables(spec)}
+    if spec.traced and "POWERTOOLS_TRACE_DISABLED" not in spec.environment:
+        variables.pop("POWERTOOLS_TRACE_DISABLED", None)
+    return variables
+
+
 class _Runs:
     """Builds each child's configuration: fresh jobs, keys and request ids per run."""
 
@@ -259,7 +275,7 @@ class _Runs:
             "timeoutSeconds": spec.timeout_seconds,
             "invocations": [self._invocation(name, run, warm) for warm in (False, True)],
         }
-        return config, {**self.h.function_environment(name), **lambda_variables(spec)}
+        return config, child_environment(self.h.function_environment(name), spec)
 
     def _invocation(self, name: str, run: int, warm: bool) -> dict[str, Any]:
         """The event of the cold (first) or the warm (second) invocation of one run."""
@@ -286,6 +302,8 @@ def _spawn(config: dict[str, Any], environment: dict[str, str]) -> dict[str, Any
         "OUTLAST_BENCH_CHILD": json.dumps(config),
         "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "1"),
     }
+    # The benchmark's servers are threads of this process: the only child reaped meanwhile is this one.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     spawned = time.time()
     completed = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
         [sys.executable, "-c", CHILD],
@@ -301,6 +319,8 @@ def _spawn(config: dict[str, Any], environment: dict[str, str]) -> dict[str, Any
     result: dict[str, Any] = json.loads(Path(config["out"]).read_text())
     if not result["ok"]:
         raise RuntimeError(f"cold start child answered with a failure: {config.get('module', BASELINE)}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result["cpuSeconds"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     result["spawnToAnswerSeconds"] = result["doneWall"] - spawned
     result["interpreterStartSeconds"] = result["startedWall"] - spawned
     return result
@@ -319,6 +339,7 @@ def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line:
                 config, environment = plan.config(name, run_index)
                 samples[name].append(_spawn(config, environment))
     baseline = statistics.median(s["spawnToAnswerSeconds"] for s in samples[BASELINE])
+    baseline_cpu = statistics.median(s["cpuSeconds"] for s in samples[BASELINE])
     report: dict[str, Any] = {}
     for name in names:
         runs_of = samples[name]
@@ -339,6 +360,11 @@ def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line:
             ),
             "coldExtraMs": summary([cold_extra_ms(s) for s in runs_of], 1),
             "ratioToBaseline": round(statistics.median(spawn_to_answer) / (baseline * 1000), 2),
+            # The child's CPU time (both invocations): steadier than wall time on a busy machine.
+            "cpuMs": ms("cpuSeconds"),
+            "cpuRatioToBaseline": round(
+                statistics.median(s["cpuSeconds"] for s in runs_of) / baseline_cpu, 2
+            ),
         }
     return {
         "runsPerFunction": runs,

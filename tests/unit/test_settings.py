@@ -9,11 +9,13 @@ import sys
 import pytest
 from pydantic import ValidationError
 
+from functions.relay import handler as relay_handler
 from functions.relay.settings import RelaySettings
 from functions.status.settings import StatusSettings
 from functions.submit.settings import SubmitSettings
 from shared import resources as r
 from shared.env import SettingsError
+from tests.support.lambda_context import FakeLambdaContext
 
 STORAGE = {r.ENV_JOBS_TABLE: "jobs", r.ENV_IDEMPOTENCY_TABLE: "idempotency", r.ENV_PAYLOAD_BUCKET: "payloads"}
 
@@ -81,13 +83,17 @@ def test_a_relay_without_its_queue_fails_at_once_and_says_why(environ: dict[str,
     assert str(failure.value) == f"RelaySettings: {problem}"
 
 
-def test_a_bad_relay_environment_fails_the_cold_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given the relay's Lambda environment without its queue
+def test_a_bad_relay_environment_fails_its_first_invocation_before_any_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the relay's Lambda environment without its queue, and a batch with a job INSERT
     monkeypatch.delenv(r.ENV_JOBS_QUEUE_URL, raising=False)
+    batch = {"Records": [{"eventName": "INSERT", "dynamodb": {"SequenceNumber": "1"}}]}
 
-    # Then the handler's first step, before any record is read, fails with the variable's name
-    with pytest.raises(SettingsError, match=r.ENV_JOBS_QUEUE_URL):
-        RelaySettings.from_environ()
+    # When Lambda invokes the handler (the first thing it does is read its settings)
+    # Then the invocation fails with the variable's name, before any client or record is touched
+    with pytest.raises(SettingsError, match=f"RelaySettings: {r.ENV_JOBS_QUEUE_URL} is missing"):
+        relay_handler.lambda_handler(batch, FakeLambdaContext())
 
 
 def test_the_relay_imports_no_pydantic() -> None:

@@ -33,6 +33,7 @@ _MODEL_THREADS = 32
 # Clients made after cold start are made on pool threads, and boto3's default session is not
 # thread-safe: they take turns.
 _CLIENT_LOCK = threading.Lock()
+_PROVIDER_LOCK = threading.Lock()  # held while the provider is built (which makes a client too)
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
     """Create the DynamoDB client once per container; S3, SQS and the model client when first needed."""
     dynamodb = boto3.client("dynamodb")
 
-    @cache
-    def provider() -> ModelProvider:
+    def build_provider() -> ModelProvider:
         # Built on first use: the secrets client and the provider module cost cold-start time.
         from aws_lambda_powertools.utilities.parameters import SecretsProvider  # noqa: PLC0415
 
@@ -80,19 +80,20 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         steps=DynamoStepStore(dynamodb, settings.jobs_table),
         queues=QueuesOnFirstUse(settings, _once(lambda: boto3.client("sqs"))),
         clock=SystemClock(),
-        provider=provider,
+        # Once, whichever job asks first: a batch's first jobs ask at the same time, on pool threads.
+        provider=_once(build_provider, _PROVIDER_LOCK),
         executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
         model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,
     )
 
 
-def _once[T](make: Callable[[], T]) -> Callable[[], T]:
-    """`make()` on the first call (one caller at a time), the same object on every later one."""
+def _once[T](make: Callable[[], T], lock: threading.Lock = _CLIENT_LOCK) -> Callable[[], T]:
+    """`make()` on the first call (callers take turns on `lock`), the same object on every later one."""
     made: list[T] = []
 
     def get() -> T:
-        with _CLIENT_LOCK:
+        with lock:
             if not made:
                 made.append(make())
             return made[0]

@@ -124,7 +124,7 @@ def _price_cold_starts(document: dict[str, Any], every: int) -> None:
 
     coldstart = document.get("coldstart")
     measured = (coldstart or {}).get("run", {}).get("generatedAt", "?")
-    source = f"the cold-start section measured {measured} (coldExtraMs medians)"
+    source = f"the cold-start section of {measured}, its coldExtraMs medians"
     apply_cold_starts(cost, ColdStarts.from_section(coldstart, every, source), load_prices())
 
 

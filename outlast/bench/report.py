@@ -217,7 +217,7 @@ def _provisioned(cost: dict[str, Any]) -> str:
         f"{_money(fixed['usdPerMonth']['autoScalingAlarms'])} for the {fixed['autoScalingAlarms']} "
         "CloudWatch alarms target tracking keeps (an estimate: 2 per scaled dimension). Utilisation "
         "is a target, not a guarantee: traffic that changes faster than auto scaling (minutes) runs "
-        "below it (paying more per job) or above it (throttled). Break-even with on demand: about "
+        "below it (paying more per job) or above it (throttled). Break-even with on demand: "
         + _break_even(cost)
         + ".\n",
     ]
@@ -230,7 +230,10 @@ def _break_even(cost: dict[str, Any]) -> str:
     floor = cost["provisioned"]["fixedMonthly"]["totalUsdPerMonth"]
     if saving <= 0:
         return "never (provisioned costs more per job here)"
-    return f"{_number(floor / saving, 2)} million jobs a month (the floor over the saving per job)"
+    return (
+        f"at most {_number(floor / saving, 2)} million jobs a month (the floor over the saving per job; "
+        "less in fact, since a busy table needs more than its minimum anyway)"
+    )
 
 
 def _init(cost: dict[str, Any]) -> str:

@@ -1,10 +1,13 @@
-"""The worker's composition root: the SQS client is made when a queue is first used, once."""
+"""The worker's composition root: the SQS client made when a queue is first used, the model
+provider once, whichever job asks first."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from functions.worker.dependencies import QueuesOnFirstUse
+from functions.worker.dependencies import QueuesOnFirstUse, build_dependencies
 from functions.worker.settings import WorkerSettings
 from shared import resources as r
 from shared.adapters.sqs_queue import SqsJobQueue
@@ -77,3 +80,21 @@ def test_the_first_use_makes_one_client_for_both_lanes() -> None:
     ]
     assert isinstance(queues[Lane.SHARED], SqsJobQueue)
     assert queues[Lane.SHARED] is queues[Lane.SHARED]
+
+
+def test_a_batchs_first_jobs_share_one_provider() -> None:
+    # Given the worker's dependencies at cold start (no client made beyond DynamoDB's)
+    deps = build_dependencies(SETTINGS.model_copy(update={"secret_max_age_seconds": 7}))
+    start = threading.Barrier(10)
+
+    def first_call() -> object:
+        start.wait()
+        return deps.provider()
+
+    # When ten jobs of the first batch ask for the model provider at the same moment, on pool threads
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        providers = list(pool.map(lambda _: first_call(), range(10)))
+
+    # Then one provider was built (one secrets client, one OpenAI client), not one per job
+    assert len({id(provider) for provider in providers}) == 1
+    assert deps.provider() is providers[0]

@@ -14,6 +14,7 @@ from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
 from shared.clock import Clock, SystemClock
 from shared.cursor import CursorCodec
+from shared.lazy import once
 from shared.ports import JobRepository, PayloadStore, SecretSource
 
 
@@ -54,7 +55,7 @@ def build_dependencies(settings: StatusSettings) -> StatusDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, settings.idempotency_table),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         clock=SystemClock(),
         cursor_codec=cursor_codec,

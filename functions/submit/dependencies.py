@@ -11,6 +11,7 @@ from functions.submit.settings import SubmitSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.clock import Clock, SystemClock
+from shared.lazy import once
 from shared.ports import JobRepository, PayloadStore
 
 
@@ -32,7 +33,7 @@ def build_dependencies(settings: SubmitSettings) -> SubmitDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, settings.idempotency_table),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         clock=SystemClock(),
     )

@@ -13,6 +13,7 @@ from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.clock import Clock, SystemClock
+from shared.lazy import once
 from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
 
 
@@ -36,7 +37,7 @@ def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         queues={
             Lane.SHARED: SqsJobQueue(sqs, settings.jobs_queue_url),

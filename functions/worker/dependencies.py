@@ -19,6 +19,7 @@ from shared.adapters.secrets import CachedSecretSource
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.clock import Clock, SystemClock
+from shared.lazy import CLIENT_LOCK, once
 from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore, StepStore
 
 if TYPE_CHECKING:
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
 # and leases would lapse. Each pool holds a batch of 10 several times over.
 _AWS_THREADS = 16
 _MODEL_THREADS = 32
-# Clients made after cold start are made on pool threads, and boto3's default session is not
-# thread-safe: they take turns.
-_CLIENT_LOCK = threading.Lock()
 _PROVIDER_LOCK = threading.Lock()  # held while the provider is built (which makes a client too)
 
 
@@ -63,7 +61,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
 
         from functions.worker.provider import OpenAIChatProvider, build_openai_client  # noqa: PLC0415
 
-        with _CLIENT_LOCK:
+        with CLIENT_LOCK:
             client = boto3.client("secretsmanager")
         secrets = CachedSecretSource(SecretsProvider(boto3_client=client), settings.secret_max_age_seconds)
         return OpenAIChatProvider(
@@ -75,30 +73,17 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
         payloads=DynamoS3PayloadStore(
-            dynamodb, _once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         steps=DynamoStepStore(dynamodb, settings.jobs_table),
-        queues=QueuesOnFirstUse(settings, _once(lambda: boto3.client("sqs"))),
+        queues=QueuesOnFirstUse(settings, once(lambda: boto3.client("sqs"))),
         clock=SystemClock(),
         # Once, whichever job asks first: a batch's first jobs ask at the same time, on pool threads.
-        provider=_once(build_provider, _PROVIDER_LOCK),
+        provider=once(build_provider, _PROVIDER_LOCK),
         executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
         model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,
     )
-
-
-def _once[T](make: Callable[[], T], lock: threading.Lock = _CLIENT_LOCK) -> Callable[[], T]:
-    """`make()` on the first call (callers take turns on `lock`), the same object on every later one."""
-    made: list[T] = []
-
-    def get() -> T:
-        with lock:
-            if not made:
-                made.append(make())
-            return made[0]
-
-    return get
 
 
 class QueuesOnFirstUse(Mapping[Lane, JobQueue]):

@@ -1,7 +1,8 @@
 """DynamoDB capacity: on demand, or provisioned with auto scaling on every table and index.
 
 One stage option (`billingMode`, docs/configuration.md) for every table the app defines: the
-jobs, idempotency and connections tables and the jobs table's two global secondary indexes. In
+jobs, idempotency, connections, budgets and webhooks tables and their global secondary indexes
+(the jobs table's two, the budgets and webhooks tables' one each). In
 provisioned mode each table and each index gets its own read and write capacity, starting at the
 minimum, and its own target-tracking policies (Application Auto Scaling) that keep consumed
 capacity at `capacityTargetUtilization` percent (default 70) of what is provisioned, between the

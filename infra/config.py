@@ -144,6 +144,9 @@ class StageConfig(BaseModel):
     default_model: str = Field(default="gpt-4o-mini", alias="defaultModel", min_length=1)
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="allowedModels", min_length=1)
     openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
+    # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own
+    # (`outlast budgets set`); 0: no limit, and no budget writes for them.
+    default_monthly_tokens: int = Field(default=0, alias="defaultMonthlyTokens", ge=0)
 
     # The worker.
     worker_timeout_seconds: int = Field(default=300, alias="workerTimeoutSeconds", ge=30)
@@ -180,6 +183,12 @@ class StageConfig(BaseModel):
         ge=AUTO_SCALING_TARGET_RANGE[0],
         le=AUTO_SCALING_TARGET_RANGE[1],
     )
+
+    # Webhooks (DESIGN.md, "Webhooks for backends"): the retry schedule's scale (1 = 5 s ... 10 h;
+    # local tests shrink it) and the failure-rate alarm.
+    webhook_retry_scale: float = Field(default=1.0, alias="webhookRetryScale", gt=0, le=1)
+    webhook_failure_alarm_percent: float = Field(default=50, alias="webhookFailureAlarmPercent", gt=0, le=100)
+    webhook_failure_alarm_min_attempts: int = Field(default=20, alias="webhookFailureAlarmMinAttempts", ge=1)
 
     # The sweeper.
     sweep_schedule: str = Field(

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from functions.budget.settings import BudgetApiSettings
 from functions.notifier.settings import NotifierSettings
 from functions.relay.settings import RelaySettings
 from functions.status.settings import StatusSettings
 from functions.submit.settings import SubmitSettings
 from functions.sweeper.settings import SweeperSettings
 from functions.tickets.settings import TicketsSettings
+from functions.webhook_sender.settings import WebhookSenderSettings
 from functions.worker.settings import WorkerSettings
 from functions.ws_authorizer.settings import AuthorizerSettings
 from functions.ws_connections.settings import ConnectionsSettings
@@ -70,15 +72,17 @@ def powertools_environment(config: StageConfig, function: FunctionName, *, trace
 
 
 def submit_environment(
-    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str
+    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, budgets_table: str
 ) -> dict[str, str]:
-    """The submit function: where to write, and the policy applied to new jobs."""
+    """The submit function: where to write, and the policy applied to new jobs (their budgets too)."""
     return settings_environment(
         SubmitSettings,
         {
             "jobs_table": jobs_table,
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
+            "budgets_table": budgets_table,
+            "default_monthly_tokens": config.default_monthly_tokens,
             "submits_per_minute": config.submits_per_minute,
             "max_attempts": config.max_attempts,
             "default_model": config.default_model,
@@ -92,18 +96,27 @@ def submit_environment(
             "step_output_tokens": config.step_output_tokens,
             # New jobs get their first sweep time from it: it must agree with the sweeper's.
             "sweep_look_seconds": config.sweep_look_seconds,
+            # The time the sweeper first looks at a new job's budget reservation: the sweeper's grace.
+            "dispatch_grace_seconds": config.dispatch_grace_seconds,
         },
     )
 
 
 def status_environment(
-    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, cursor_secret_arn: str
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    idempotency_table: str,
+    bucket: str,
+    cursor_secret_arn: str,
+    budgets_table: str,
 ) -> dict[str, str]:
     """The status function (status, result, list, cancel)."""
     return settings_environment(
         StatusSettings,
         {
             "jobs_table": jobs_table,
+            "budgets_table": budgets_table,
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
             "cursor_secret": cursor_secret_arn,
@@ -162,13 +175,20 @@ def worker_environment(
 
 
 def sweeper_environment(
-    config: StageConfig, *, jobs_table: str, bucket: str, jobs_queue_url: str, isolation_queue_url: str
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    bucket: str,
+    jobs_queue_url: str,
+    isolation_queue_url: str,
+    budgets_table: str,
 ) -> dict[str, str]:
-    """The sweeper: what counts as stuck, and where recovered jobs are re-sent."""
+    """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations it repairs."""
     return settings_environment(
         SweeperSettings,
         {
             "jobs_table": jobs_table,
+            "budgets_table": budgets_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,
@@ -201,9 +221,49 @@ def ws_connections_environment(*, connections_table: str, connections_endpoint: 
     )
 
 
-def notifier_environment(*, connections_table: str, connections_endpoint: str) -> dict[str, str]:
-    """The notifier: the connection store and the stage's management endpoint (its callback URL)."""
+def notifier_environment(
+    *,
+    connections_table: str,
+    connections_endpoint: str,
+    webhooks_table: str,
+    webhooks_queue_url: str,
+    budgets_table: str,
+) -> dict[str, str]:
+    """The notifier: the connection store, the stage's management endpoint (its callback URL),
+    where webhook endpoints are read and their deliveries enqueued, and the budget ledger terminal
+    writes settle in."""
     return settings_environment(
         NotifierSettings,
-        {"connections_table": connections_table, "connections_endpoint": connections_endpoint},
+        {
+            "connections_table": connections_table,
+            "connections_endpoint": connections_endpoint,
+            "webhooks_table": webhooks_table,
+            "webhooks_queue_url": webhooks_queue_url,
+            "budgets_table": budgets_table,
+        },
+    )
+
+
+def webhook_sender_environment(
+    config: StageConfig, *, webhooks_table: str, webhooks_queue_url: str, webhooks_dlq_url: str
+) -> dict[str, str]:
+    """The webhook sender: the store, the queue and its DLQ, the schedule's scale, and the egress
+    flag, always false here: only local mode turns it on (outlast.local.stack)."""
+    return settings_environment(
+        WebhookSenderSettings,
+        {
+            "webhooks_table": webhooks_table,
+            "webhooks_queue_url": webhooks_queue_url,
+            "webhooks_dlq_url": webhooks_dlq_url,
+            "retry_scale": config.webhook_retry_scale,
+            "local_egress": False,
+        },
+    )
+
+
+def budget_environment(config: StageConfig, *, budgets_table: str) -> dict[str, str]:
+    """The budget function (GET /v1/budget): the ledger and the stage's default limit."""
+    return settings_environment(
+        BudgetApiSettings,
+        {"budgets_table": budgets_table, "default_monthly_tokens": config.default_monthly_tokens},
     )

@@ -22,6 +22,8 @@ WORKER = "Worker"
 SWEEPER = "Sweeper"
 API = "Api"
 REALTIME = "Realtime"
+WEBHOOKS = "Webhooks"
+BUDGETS = "Budgets"
 MONITORING = "Monitoring"
 PACKAGING = "Packaging"
 
@@ -40,10 +42,14 @@ OPENAI_SECRET = "OpenAiKey"  # noqa: S105 - a construct id, not a secret
 CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
 HTTP_API = "HttpApi"
 CONNECTIONS_TABLE = "ConnectionsTable"
+BUDGETS_TABLE = "BudgetsTable"
 WEBSOCKET_API = "WebSocketApi"
 WEBSOCKET_STAGE = "Stage"
 TICKET_AUTHORIZER = "TicketAuthorizer"
 NOTIFIER_FAILURE_QUEUE = "NotifierFailures"
+WEBHOOKS_TABLE = "WebhooksTable"
+WEBHOOKS_QUEUE = "WebhooksQueue"
+WEBHOOKS_DLQ = "WebhooksDlq"
 # The WebSocket stage: wss://<api id>.execute-api.<region>.amazonaws.com/live
 WEBSOCKET_STAGE_NAME = "live"
 # The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
@@ -76,6 +82,8 @@ class FunctionName(StrEnum):
     WS_CONNECTIONS = "ws_connections"
     WS_MESSAGES = "ws_messages"
     NOTIFIER = "notifier"
+    WEBHOOK_SENDER = "webhook_sender"
+    BUDGET = "budget"
 
     @property
     def construct_id(self) -> str:
@@ -114,6 +122,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/jobs/{jobId}/result", FunctionName.STATUS),
     Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
     Route("POST", "/v1/realtime/tickets", FunctionName.TICKETS),
+    Route("GET", "/v1/budget", FunctionName.BUDGET),
 )
 
 # CORS (DESIGN.md, "HTTP contract"): what browsers may send and read.
@@ -140,6 +149,11 @@ class Output(StrEnum):
     PAYLOAD_BUCKET_NAME = "PayloadBucketName"
     OPENAI_SECRET_ARN = "OpenAiSecretArn"  # noqa: S105 - an output key, not a secret
     CONNECTIONS_TABLE_NAME = "ConnectionsTableName"
+    WEBHOOKS_TABLE_NAME = "WebhooksTableName"
+    WEBHOOKS_QUEUE_URL = "WebhooksQueueUrl"
+    WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
+    BUDGETS_TABLE_NAME = "BudgetsTableName"
+    DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
 
 
 class Runbook(StrEnum):
@@ -155,6 +169,11 @@ class Runbook(StrEnum):
     RELAY_FAILURES = "relay-failures"
     NOTIFIER_ITERATOR_AGE = "notifier-iterator-age"
     NOTIFIER_FAILURES = "notifier-failures"
+    WEBHOOKS_DLQ_NOT_EMPTY = "webhooks-dlq-not-empty"
+    WEBHOOK_FAILURE_RATE = "webhook-failure-rate"
+    BUDGET_NEAR_LIMIT = "budget-near-limit"
+    BUDGET_EXHAUSTED = "budget-exhausted"
+    BUDGET_OVERRUNS = "budget-overruns"
 
     @property
     def link(self) -> str:

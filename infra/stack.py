@@ -10,22 +10,26 @@ from constructs import Construct
 from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
+from infra.constructs.budgets import Budgets
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
 from infra.constructs.storage import Storage
 from infra.constructs.sweeper import Sweeper
+from infra.constructs.webhooks import Webhooks
 from infra.constructs.worker import Worker
 from infra.function_factory import FunctionFactory
 from infra.names import (
     API,
     AUTH,
+    BUDGETS,
     MONITORING,
     OUTBOX,
     PACKAGING,
     REALTIME,
     STORAGE,
     SWEEPER,
+    WEBHOOKS,
     WORKER,
     FunctionName,
     Output,
@@ -37,7 +41,7 @@ PLACEHOLDER_NOTE = " [placeholder layers: synthesized without bundling, not depl
 
 
 class OutlastStack(Stack):
-    """Auth, storage, outbox, worker, sweeper, live updates, API and monitoring; nothing else lives here."""
+    """Auth, storage, outbox, worker, sweeper, webhooks, live updates, API, monitoring; nothing else."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
@@ -48,10 +52,22 @@ class OutlastStack(Stack):
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
         storage = Storage(self, STORAGE, config=config)
+        budgets = Budgets(self, BUDGETS, config=config, factory=factory)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
-        sweeper = Sweeper(self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox)
-        realtime = Realtime(self, REALTIME, config=config, factory=factory, storage=storage)
+        sweeper = Sweeper(
+            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+        )
+        webhooks = Webhooks(self, WEBHOOKS, config=config, factory=factory)
+        realtime = Realtime(
+            self,
+            REALTIME,
+            config=config,
+            factory=factory,
+            storage=storage,
+            webhooks=webhooks,
+            budgets=budgets,
+        )
         api = Api(
             self,
             API,
@@ -59,7 +75,11 @@ class OutlastStack(Stack):
             factory=factory,
             auth=auth,
             storage=storage,
-            route_functions={FunctionName.TICKETS: realtime.tickets_function},
+            budgets=budgets,
+            route_functions={
+                FunctionName.TICKETS: realtime.tickets_function,
+                FunctionName.BUDGET: budgets.function,
+            },
         )
         functions = {
             **api.functions,
@@ -67,9 +87,17 @@ class OutlastStack(Stack):
             FunctionName.WORKER: worker.function,
             FunctionName.SWEEPER: sweeper.function,
             **realtime.functions,
+            FunctionName.WEBHOOK_SENDER: webhooks.sender,
         }
         Monitoring(
-            self, MONITORING, config=config, api=api, outbox=outbox, realtime=realtime, functions=functions
+            self,
+            MONITORING,
+            config=config,
+            api=api,
+            outbox=outbox,
+            realtime=realtime,
+            webhooks=webhooks,
+            functions=functions,
         )
 
         outputs = {
@@ -108,6 +136,23 @@ class OutlastStack(Stack):
             Output.CONNECTIONS_TABLE_NAME: (
                 realtime.connections_table.table_name,
                 "Live-update tickets (hashed) and open WebSocket connections",
+            ),
+            Output.WEBHOOKS_TABLE_NAME: (
+                webhooks.table.table_name,
+                "Webhook endpoints (with their signing secrets) and delivery records: `outlast webhooks`",
+            ),
+            Output.WEBHOOKS_QUEUE_URL: (webhooks.queue.queue_url, "Webhooks queue (the sender's trigger)"),
+            Output.WEBHOOKS_DLQ_URL: (
+                webhooks.dead_letter_queue.queue_url,
+                "Webhooks DLQ: `outlast webhooks deliveries`, `webhooks redrive`",
+            ),
+            Output.BUDGETS_TABLE_NAME: (
+                budgets.table.table_name,
+                "Token budgets: tenants' limits, monthly counters, open reservations (`outlast budgets`)",
+            ),
+            Output.DEFAULT_MONTHLY_TOKENS: (
+                str(config.default_monthly_tokens),
+                "The stage's monthly token limit for tenants without their own (0: no limit)",
             ),
             Output.OPENAI_SECRET_ARN: (
                 worker.openai_secret.secret_arn,

@@ -1,4 +1,5 @@
-"""`outlast`: one command line for users (submit, status, ...) and operators (local, dlq, jobs)."""
+"""`outlast`: one command line for users (submit, status, ..., budget) and operators (local, dlq,
+jobs, budgets)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from outlast.commands import dlq, jobs, local, operator_jobs
+from outlast.commands import budgets, dlq, jobs, local, operator_jobs, webhooks
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.register(commands)
     dlq.register(commands)
     operator_jobs.register(commands)
+    webhooks.register(commands)
+    budgets.register(commands)
     local.register(commands)
     return parser
 

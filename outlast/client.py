@@ -75,6 +75,20 @@ class StatusDocument(TypedDict):
     resultUrl: str | None
     error: ErrorDocument | None
     usage: UsageDocument | None
+    reservedTokens: NotRequired[
+        int | None
+    ]  # held of the tenant's budget until settled (absent from older APIs)
+
+
+class BudgetDocument(TypedDict):
+    """The caller's tenant's monthly token budget (GET /v1/budget)."""
+
+    period: str
+    limitTokens: int | None
+    usedTokens: int
+    reservedTokens: int
+    remainingTokens: int | None
+    resetsAt: str
 
 
 class TicketDocument(TypedDict):
@@ -320,6 +334,13 @@ class OutlastClient:
         if not str(document["url"]).startswith(("ws://", "wss://")):
             raise UnexpectedAnswerError("the API's ticket holds no WebSocket URL")
         return Answer(answer.status, answer.headers, cast(TicketDocument, document))
+
+    def get_budget(self) -> Answer[BudgetDocument]:
+        """GET /v1/budget: the caller's tenant's token budget this month."""
+        answer = self._call("GET", "/v1/budget")
+        fields = ("period", "limitTokens", "usedTokens", "reservedTokens", "remainingTokens", "resetsAt")
+        document = _require(answer.document, fields, "budget document")
+        return Answer(answer.status, answer.headers, cast(BudgetDocument, document))
 
     def list_jobs(self, status: str | None, limit: int | None, cursor: str | None) -> Answer[JobPage]:
         """GET /v1/jobs: one page, newest first (it may be short while nextCursor is set)."""

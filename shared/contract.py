@@ -21,6 +21,9 @@ MAX_INPUT_TEXT_BYTES = 1_048_576
 MAX_BODY_BYTES = 1_572_864  # 1.5 MiB: a larger body is 413 before any parsing
 MAX_LABELS = 50
 MAX_LABEL_CHARS = 100
+# The most output tokens a call may ask for, and what a final call without `maxOutputTokens` sends
+# (DESIGN.md, "Long inputs"): every call has a cap, so a budget reservation can bound it.
+MAX_OUTPUT_TOKENS = 4096
 
 Timestamp = Annotated[
     datetime,
@@ -107,7 +110,7 @@ class JobOptions(StrictRequestModel):
     """Optional knobs; the server's defaults apply to whatever is left out."""
 
     model: Annotated[str, Strict(), Field(min_length=1, max_length=100)] | None = None
-    max_output_tokens: Annotated[int, Strict(), Field(ge=1, le=4096)] | None = None
+    max_output_tokens: Annotated[int, Strict(), Field(ge=1, le=MAX_OUTPUT_TOKENS)] | None = None
     labels: (
         Annotated[list[Label], Field(min_length=1, max_length=MAX_LABELS), AfterValidator(_labels_distinct)]
         | None
@@ -184,6 +187,9 @@ class StatusDocument(ResponseModel):
     result_url: str | None
     error: ErrorDocument | None
     usage: UsageDocument | None
+    # The tokens this run of the job holds of its tenant's monthly budget until it is settled (the
+    # job ended and its usage was counted); null once settled, and for tenants without a budget.
+    reserved_tokens: int | None
 
 
 class ResultDocument(ResponseModel):
@@ -200,6 +206,17 @@ class JobPage(ResponseModel):
 
     items: list[StatusDocument]
     next_cursor: str | None
+
+
+class BudgetDocument(ResponseModel):
+    """The caller's tenant's token budget this calendar month (UTC): GET /v1/budget."""
+
+    period: str = Field(description="The calendar month (UTC), YYYY-MM.", pattern=r"^\d{4}-\d{2}$")
+    limit_tokens: int | None = Field(description="The monthly limit; null: no limit.")
+    used_tokens: int = Field(description="Tokens the period's ended jobs used.")
+    reserved_tokens: int = Field(description="Tokens held by jobs not settled yet (their upper bound).")
+    remaining_tokens: int | None = Field(description="What new jobs may still reserve; null: no limit.")
+    resets_at: Timestamp = Field(description="When the next period starts.")
 
 
 class InvalidParam(ResponseModel):

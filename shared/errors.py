@@ -63,6 +63,16 @@ class RateLimitedError(OutlastError):
         self.retry_after = retry_after
 
 
+class BudgetExceededError(OutlastError):
+    """The job's upper bound of tokens does not fit what is left of its tenant's monthly budget.
+
+    No Retry-After: waiting helps only once running jobs settle or the period resets, which the
+    detail says.
+    """
+
+    code = "budget_exceeded"
+
+
 class JobNotFoundError(OutlastError):
     """Missing, expired or owned by another caller: deliberately indistinguishable."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Literal
 
@@ -11,7 +12,8 @@ from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDo
 from shared.lifecycle import JobStatus, is_terminal
 from shared.planner import PlanParameters
 
-BlobLocation = Literal["item", "s3"]
+# Where an input or a result is: inside the job item (small ones), an item beside it, or S3.
+BlobLocation = Literal["job", "item", "s3"]
 
 
 class JobError(BaseModel):
@@ -30,6 +32,24 @@ class Usage(BaseModel):
 
     input_tokens: int
     output_tokens: int
+
+
+class BudgetHold(BaseModel):
+    """What one run of a job holds of its tenant's monthly token budget (DESIGN.md, "Token budgets").
+
+    Written on the job when the run's reservation is made (at submit for the first run, by the
+    operator's redrive for a later one), so that settlement reads everything it needs from the
+    job as the stream shows it: the period the tokens were reserved in (settlement goes there even
+    when the job ends in the next month), how many, the job's usage before this run (what earlier
+    runs already settled), and which run it is (the reservation's key with the job id).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    period: str
+    tokens: int
+    base_tokens: int = 0
+    run: int = 0
 
 
 class Caller(BaseModel):
@@ -67,9 +87,27 @@ class JobSummary(BaseModel):
     usage: Usage | None = None
     # +1 on every write of the job item: a job as submit first writes it is revision 1.
     revision: int = 1
+    # The current run's share of its tenant's token budget; None when the tenant has no limit.
+    budget: BudgetHold | None = None
 
-    def status_document(self) -> StatusDocument:
-        """The caller's view: no lease, fingerprint, model internals or storage locations."""
+    def reserved_tokens(self, settled: bool | None = None) -> int | None:
+        """The tokens the run still holds: all of its reservation until it is settled.
+
+        A job that has not ended holds its reservation for certain. Whether an ended job's run is
+        settled yet only the budget ledger knows: `settled` is its answer, and without one (None)
+        an ended job shows none, as its settlement follows the terminal write within moments.
+        """
+        if self.budget is None or settled is True:
+            return None
+        if settled is None and is_terminal(self.status):
+            return None
+        return self.budget.tokens
+
+    def status_document(self, settled: bool | None = None) -> StatusDocument:
+        """The caller's view: no lease, fingerprint, model internals or storage locations.
+
+        `settled`: whether the budget ledger has settled this run (see `reserved_tokens`).
+        """
         return StatusDocument(
             job_id=self.job_id,
             status=self.status,
@@ -89,6 +127,7 @@ class JobSummary(BaseModel):
                 if self.usage
                 else None
             ),
+            reserved_tokens=self.reserved_tokens(settled),
         )
 
 
@@ -117,6 +156,21 @@ class JobRecord(JobSummary):
     # What the plan was made from at submit (shared.planner.PlanParameters): every worker plans the
     # same steps from them, whatever a later deploy's defaults are.
     plan: PlanParameters = PlanParameters()
+    # A small input (until the job ends) or result, as JSON, when its location is "job".
+    input_body: str | None = None
+    result_body: str | None = None
+
+    def inline_input(self) -> JobInput | None:
+        """The input this job item carries itself, if it does."""
+        if self.input_body is None:
+            return None
+        return JobInput.model_validate({**json.loads(self.input_body), "job_id": self.job_id})
+
+    def inline_result(self) -> JobResult | None:
+        """The result this job item carries itself, if it does."""
+        if self.result_body is None:
+            return None
+        return JobResult.model_validate({**json.loads(self.result_body), "job_id": self.job_id})
 
     @property
     def owner_key(self) -> str:
@@ -147,6 +201,10 @@ class JobInput(BaseModel):
     max_output_tokens: int | None = None
     labels: tuple[str, ...] | None = None
 
+    def body(self) -> str:
+        """The JSON a job item carries inline: no job id (the item's key says it), no empty options."""
+        return self.model_dump_json(exclude={"job_id"}, exclude_none=True)
+
 
 class JobResult(BaseModel):
     """What the model produced for a job, with what producing it cost: written once, never apart.
@@ -160,6 +218,10 @@ class JobResult(BaseModel):
     job_id: str
     output: str
     usage: Usage | None = None
+
+    def body(self) -> str:
+        """The JSON a job item carries inline: no job id (the item's key says it)."""
+        return self.model_dump_json(exclude={"job_id"}, exclude_none=True)
 
 
 class StepOutput(BaseModel):

@@ -29,7 +29,8 @@ encoding is at most 4 T bytes.
   out (only possible with groups of 2) rides up to the next level unreduced. `classify` has no
   reduce call: its result is the vote of the map answers (`vote`).
 - `max_tokens`: `step_output_tokens` for every step but the final one, which gets the job's
-  `maxOutputTokens` (None: the provider's default, or the caller's default cap for budgets).
+  `maxOutputTokens`, or `MAX_OUTPUT_TOKENS` (the most a caller may ask for) when it has none:
+  every call is capped, so `token_bound` is a bound on what a job can cost.
 - Step ids are stable and unique within a plan: `s0000` (the one step of a one-step job),
   `m0003` (the map step of chunk 3, counted from 0), `r1-0000` (the first reduce of level 1).
 """
@@ -44,7 +45,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.contract import Operation
+from shared.contract import MAX_OUTPUT_TOKENS, Operation
 from shared.prompts import PromptTemplate, template_for_version, template_named
 
 PLAN_VERSION = "plan-v1"
@@ -60,7 +61,11 @@ MESSAGE_OVERHEAD_TOKENS = 8
 # not choose, so the bound allows twice as many. This factor is the one part of the bound that is
 # an assumption rather than arithmetic: bounding the child's bytes instead would multiply by the
 # longest token in the vocabulary (dozens of bytes for runs of spaces or dashes) and reserve many
-# times what a reduce ever reads.
+# times what a reduce ever reads. Reviewed when budgets began to reserve `token_bound`: kept. A
+# reasoning model's completion tokens include reasoning that never reaches the text, which only
+# widens the margin; and the factor can cost a tenant nothing it did not spend, since settlement
+# counts the usage the provider reported. A run that used more than it reserved is counted in full
+# and reported (the BudgetOverruns metric), so a wrong factor shows as an alarm, not as lost tokens.
 REREAD_TOKENS_PER_OUTPUT_TOKEN = 2
 
 # Placeholders as wide as any real part number, so the map overhead does not depend on the
@@ -135,7 +140,7 @@ class Step:
     level: int
     chunk: int | None
     inputs: tuple[str, ...]
-    max_tokens: int | None
+    max_tokens: int
 
 
 @dataclass(frozen=True)
@@ -338,23 +343,27 @@ def plan_job(
     labels: tuple[str, ...] | None = None,
     max_output_tokens: int | None = None,
 ) -> StepPlan:
-    """A job's plan: one step when the text fits one chunk, else map steps, then reduce levels or a vote."""
+    """A job's plan: one step when the text fits one chunk, else map steps, then reduce levels or a vote.
+
+    The final call's `max_tokens` is `max_output_tokens`, or `MAX_OUTPUT_TOKENS` when the job set none.
+    """
     check_plan_parameters(parameters)
+    final_max_tokens = MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
     chunks = tuple(chunk_text(text, chunk_budget_tokens(operation, parameters, labels)))
     if len(chunks) <= 1:
-        single = Step("s0000", StepKind.SINGLE, 0, 0, (), max_output_tokens)
+        single = Step("s0000", StepKind.SINGLE, 0, 0, (), final_max_tokens)
         return StepPlan(operation, parameters, prompt_version, labels, (text,), (single,), Reduction.NONE)
     sot = parameters.step_output_tokens
     maps = tuple(Step(f"m{index:04d}", StepKind.MAP, 0, index, (), sot) for index in range(len(chunks)))
     if operation is Operation.CLASSIFY:
         return StepPlan(operation, parameters, prompt_version, labels, chunks, maps, Reduction.VOTE)
     group_size = reduce_group_size(operation, parameters, len(maps))
-    reduces = _reduce_levels([step.step_id for step in maps], group_size, sot, max_output_tokens)
+    reduces = _reduce_levels([step.step_id for step in maps], group_size, sot, final_max_tokens)
     return StepPlan(operation, parameters, prompt_version, labels, chunks, maps + reduces, Reduction.MODEL)
 
 
 def _reduce_levels(
-    outputs: list[str], group_size: int, step_output_tokens: int, final_max_tokens: int | None
+    outputs: list[str], group_size: int, step_output_tokens: int, final_max_tokens: int
 ) -> tuple[Step, ...]:
     steps: list[Step] = []
     level = 1
@@ -459,16 +468,16 @@ def final_output(plan: StepPlan, outputs: Mapping[str, str]) -> str:
     return outputs[final.step_id]
 
 
-def token_bound(plan: StepPlan, default_max_tokens: int) -> int:
+def token_bound(plan: StepPlan) -> int:
     """An upper bound on the tokens (input + output) of every model call the plan makes.
 
     Per call: the UTF-8 bytes of its messages' text (a byte-level BPE token covers at least one
-    byte), `MESSAGE_OVERHEAD_TOKENS` per message, and its `max_tokens` (`default_max_tokens`
-    when the final step has none). A reduce's children are counted at
-    `step_output_tokens x REREAD_TOKENS_PER_OUTPUT_TOKEN` each, since their text is not known
-    at submit. Each step is counted once: a job's usage sums the calls that report usage, which
-    are one written call per step plus at most one terminal failure (a retried transient failure
-    reports none, and a call whose output was never written is not in the sum).
+    byte), `MESSAGE_OVERHEAD_TOKENS` per message, and its `max_tokens` (every call has one). A
+    reduce's children are counted at `step_output_tokens x REREAD_TOKENS_PER_OUTPUT_TOKEN` each,
+    since their text is not known at submit. Each step is counted once: a job's usage sums the
+    calls that report usage, which are one written call per step plus at most one terminal
+    failure (a retried transient failure reports none, and a call whose output was never written
+    is not in the sum).
     """
     child_bound = plan.parameters.step_output_tokens * REREAD_TOKENS_PER_OUTPUT_TOKEN
     total = 0
@@ -479,5 +488,5 @@ def token_bound(plan: StepPlan, default_max_tokens: int) -> int:
         else:
             messages = step_messages(plan, step)
         total += _text_bytes(messages) + MESSAGE_OVERHEAD_TOKENS * len(messages)
-        total += step.max_tokens if step.max_tokens is not None else default_max_tokens
+        total += step.max_tokens
     return total

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from shared.cursor import ListPosition
     from shared.job import (
         BlobLocation,
+        BudgetHold,
         IdempotencyRecord,
         JobError,
         JobInput,
@@ -88,6 +89,14 @@ class Transition:
     usage: Usage | None = None  # added to the job's usage (a call's tokens)
     usage_total: Usage | None = None  # replaces it (a multi-step job sums its checkpoints)
     result_location: BlobLocation | None = None
+    result_body: str | None = None  # a small result written into the job item (location "job")
+    input_location: BlobLocation | None = None  # where the input is from now on (moved out of the item)
+    # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
+    # new run holds nothing, its tenant has no limit or its input is gone).
+    budget: BudgetHold | None = None
+    # Only while the job is still in the run this many redrives in (the run a reservation was
+    # made after: a redrive that raced another one must not carry a hold made for a stale run).
+    require_redrive_count: int | None = None
 
     @property
     def kind(self) -> WriteKind:
@@ -137,6 +146,13 @@ class JobRepository(Protocol):
     def release_idempotency_claim(self, record: IdempotencyRecord) -> None:
         """Delete a claim this submit wrote, only while it still names this job: a submit refused
         after its claim (rate, budget) leaves nothing behind, so the client's retry starts fresh."""
+        ...
+
+    def fits_in_job_item(
+        self, job: JobRecord, *, input_body: str | None = None, result_body: str | None = None
+    ) -> bool:
+        """True when this payload can ride in the job item and keep every write of it within one
+        write unit (a pure size check, no request)."""
         ...
 
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:

@@ -33,6 +33,7 @@ PROBLEMS: dict[str, ProblemSpec] = {
     "invalid_cursor": ProblemSpec(400, "The cursor is not valid"),
     "invalid_query": ProblemSpec(400, "The query is not valid"),
     "unauthorized": ProblemSpec(401, "Authentication is required"),
+    "budget_exceeded": ProblemSpec(403, "The tenant's token budget is exhausted"),
     "job_not_found": ProblemSpec(404, "Job not found"),
     "route_not_found": ProblemSpec(404, "No such route"),
     "idempotency_key_reused": ProblemSpec(409, "Idempotency-Key was used with another request"),

@@ -150,6 +150,8 @@ class JobChange:
     revision: int
     write_kind: str
     document: StatusDocument
+    # Part of a webhook's id (`{jobId}.{redriveCount}.{type}`): a redriven job ends anew.
+    redrive_count: int = 0
 
     @property
     def pushed(self) -> bool:

@@ -67,3 +67,44 @@ ENV_WEBSOCKET_URL = "WEBSOCKET_URL"
 ENV_CONNECTIONS_ENDPOINT = "CONNECTIONS_ENDPOINT"
 CONNECTIONS_PARTITION_KEY = "pk"
 CONNECTIONS_SORT_KEY = "sk"
+
+# Webhooks (DESIGN.md, "Webhooks for backends"): endpoints, their secrets and delivery records in
+# one table of their own (docs/architecture.md, "Webhooks: where endpoints live"); deliveries on
+# the webhooks queue, with its DLQ.
+ENV_WEBHOOKS_TABLE = "WEBHOOKS_TABLE_NAME"
+ENV_WEBHOOKS_QUEUE_URL = "WEBHOOKS_QUEUE_URL"
+ENV_WEBHOOKS_DLQ_URL = "WEBHOOKS_DLQ_URL"
+# The retry schedule's scale (1 in AWS; local tests make it small) and the local-only egress flag
+# (plain http and loopback receivers; "false" in the template, turned on by local mode only).
+ENV_WEBHOOK_RETRY_SCALE = "WEBHOOK_RETRY_SCALE"
+ENV_WEBHOOK_LOCAL_EGRESS = "WEBHOOK_LOCAL_EGRESS"
+WEBHOOKS_PARTITION_KEY = "pk"
+WEBHOOKS_SORT_KEY = "sk"
+# Endpoints by tenant, for the notifier and `webhooks list`. Sparse (only endpoint items carry
+# its partition key) and projected without the secrets: the notifier may read the index only.
+WEBHOOKS_TENANT_INDEX = "byTenant"
+WEBHOOKS_TENANT_INDEX_PARTITION = "endpointTenant"
+WEBHOOKS_TENANT_INDEX_SORT = "pk"
+WEBHOOKS_TENANT_INDEX_PROJECTION = (
+    "endpointId",
+    "url",
+    "events",
+    "enabled",
+    "disabledReason",
+    "disabledAt",
+    "createdAt",
+    "previousUntil",
+)
+# The sender's metrics (service `webhook_sender`): the failure-rate alarm divides the second by the first.
+WEBHOOK_ATTEMPTS_METRIC = "WebhookAttempts"
+WEBHOOK_FAILURES_METRIC = "WebhookAttemptFailures"
+# Token budgets (DESIGN.md, "Token budgets"): per-tenant limits, per-month counters and one
+# reservation per run of a job, in a table of their own with no stream (transactions on it).
+ENV_BUDGETS_TABLE = "BUDGETS_TABLE_NAME"
+BUDGETS_PARTITION_KEY = "pk"
+BUDGETS_SORT_KEY = "sk"
+# Open reservations only carry its keys (a sparse index, sharded): the sweeper's way to the
+# reservations that nothing settled, without a scan.
+BUDGET_CHECK_INDEX = "byCheck"
+BUDGET_CHECK_PARTITION = "checkShard"
+BUDGET_CHECK_SORT = "checkAt"

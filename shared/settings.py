@@ -39,6 +39,18 @@ class StorageSettings(EnvSettings):
     payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)
 
 
+class BudgetStorageSettings(EnvSettings):
+    """Where token budgets live (DESIGN.md, "Token budgets")."""
+
+    budgets_table: str = Field(alias=r.ENV_BUDGETS_TABLE, min_length=1)
+
+
+class BudgetPolicySettings(BudgetStorageSettings):
+    """The stage's monthly token limit for tenants without one of their own (0: no limit)."""
+
+    default_monthly_tokens: int = Field(default=0, alias="DEFAULT_MONTHLY_TOKENS", ge=0)
+
+
 class JobPolicySettings(EnvSettings):
     """The knobs of the job lifecycle shared by the API and the worker."""
 

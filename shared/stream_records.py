@@ -67,5 +67,6 @@ class StreamRecord:
 
     @property
     def job_id(self) -> str | None:
-        """The job id of a job item's new image."""
-        return self._string("jobId")
+        """The job id of a job item's new image (its key: `JOB#<job id>`)."""
+        key = self._string(r.PARTITION_KEY)
+        return key.removeprefix("JOB#") if key is not None and key.startswith("JOB#") else None

@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.adapters.dynamo_items import sweep_shard
+from shared.adapters.dynamo_items import fits_in_job_item, sweep_shard
 from shared.clock import to_iso
 from shared.contract import Operation
 from shared.cursor import ListPosition
@@ -105,6 +105,12 @@ class InMemoryJobRepository:
         if existing is not None and existing.job_id == record.job_id:
             del self.claims[record.scope_hash]
             self.writes.append("release_idempotency_claim")
+
+    def fits_in_job_item(
+        self, job: JobRecord, *, input_body: str | None = None, result_body: str | None = None
+    ) -> bool:
+        """The adapter's own size rules (pure)."""
+        return fits_in_job_item(job, input_body=input_body, result_body=result_body)
 
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """`attribute_not_exists(pk)`: True only for the call that created it."""
@@ -251,6 +257,7 @@ def _conditions_hold(job: JobRecord, t: Transition) -> bool:
         and (not t.require_lease_expired or job.lease_expires_at is None or job.lease_expires_at <= t.now)
         and (not t.count_attempt or job.stalls < job.max_attempts)
         and (not t.require_not_isolated or not job.isolated)
+        and (t.require_redrive_count is None or job.redrive_count == t.require_redrive_count)
     )
 
 
@@ -269,7 +276,9 @@ def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
             error=None,
             result_location=None,
         )
-    else:
+    if t.operator_redrive:
+        changes["budget"] = t.budget  # the new run's hold replaces the ended run's
+    if not t.renew_attempts:
         if t.isolate:
             changes["isolated"] = True
         if t.count_crash:
@@ -302,6 +311,12 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         )
     if t.result_location is not None:
         changes["result_location"] = t.result_location
+    if t.result_body is not None:
+        changes["result_body"] = t.result_body
+    if t.input_location is not None:
+        changes["input_location"] = t.input_location
+    if t.target in TERMINAL:
+        changes["input_body"] = None
     return changes
 
 
@@ -332,8 +347,9 @@ class InMemoryPayloadStore:
         return self.inputs.get((job_id, location))
 
     def set_input_expiry(self, job_id: str, location: BlobLocation, at: datetime) -> None:
-        """Schedule an input item's deletion; S3 inputs age out by the bucket lifecycle (no write)."""
-        if location == "s3" or (job_id, location) not in self.inputs:
+        """Schedule an input item's deletion; S3 inputs age out by the bucket lifecycle and inline
+        ones with their job (no write)."""
+        if location != "item" or (job_id, location) not in self.inputs:
             return
         self.expires_at[("input", job_id, location)] = at
         self.writes.append("set_input_expiry")

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.notifier.dependencies import build_dependencies
 from functions.notifier.service import BatchNotifier
 from functions.notifier.settings import NotifierSettings
+from functions.notifier.settlement import settle_record
 from shared.observability import logger, metrics, tracer
 
 
@@ -18,11 +19,13 @@ from shared.observability import logger, metrics, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Push the batch; report the records whose owner's connections could not be read."""
+    """Settle and push the batch; report the records whose settlement or owner's connections failed."""
     deps = build_dependencies(NotifierSettings.from_environ())
     notifier = BatchNotifier(deps, list(event.get("Records", [])))
 
     def push(record: DynamoDBRecord) -> None:
+        # Settle first: if it fails, the record fails, and its retry pushes again (harmlessly).
+        settle_record(deps.budgets, record.raw_event)
         notifier.push(record.raw_event)
 
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)

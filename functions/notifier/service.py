@@ -5,7 +5,8 @@ highest revision is pushed once and older ones are dropped, so no connection get
 revision after a newer one from this batch. A post that fails is logged and counted, never
 retried here (a push that arrives late is worth little; the client re-reads the job), and never
 fails the batch; a connection that answers 410 is forgotten. What does fail a record is reading
-the owner's connections: Lambda retries it (bisected, bounded, then the failure queue).
+the owner's connections, or enqueueing a terminal write's webhooks (shared.webhooks.deliveries):
+Lambda retries it (bisected, bounded, then the failure queue).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class BatchNotifier:
         change = self._changes.get(sequence)
         if change is None:
             return
+        # Every terminal write, whatever the push plan drops (a StorageUnavailableError fails the record).
+        self._deps.webhooks.enqueue_deliveries(change)
         if not self._plan.should_push(change):
             metrics.add_metric(name="UpdatesDropped", unit="Count", value=1)
             return

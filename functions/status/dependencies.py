@@ -9,9 +9,11 @@ from functools import cache
 import boto3
 
 from functions.status.settings import StatusSettings
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
+from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.cursor import CursorCodec
 from shared.lazy import once
@@ -27,6 +29,7 @@ class StatusDependencies:
     payloads: PayloadStore
     clock: Clock
     cursor_codec: Callable[[], CursorCodec]
+    budgets: BudgetLedger
 
 
 def _secrets_source(settings: StatusSettings) -> SecretSource:
@@ -59,4 +62,5 @@ def build_dependencies(settings: StatusSettings) -> StatusDependencies:
         ),
         clock=SystemClock(),
         cursor_codec=cursor_codec,
+        budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
     )

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from functions.status.dependencies import StatusDependencies
 from functions.status.service import cancel_job, get_job, get_result, list_jobs
+from shared import budgets
 from shared.contract import JobPage, ResultDocument, StatusDocument
 from shared.cursor import MAX_CURSOR_CHARS
 from shared.http import create_resolver, current_caller, json_response
@@ -50,7 +51,8 @@ def _status_content(description: str) -> OpenAPIResponse:
 )
 def status(job_id: JobIdPath) -> Response[Any]:
     """Where the caller's job stands."""
-    document = get_job(_deps(), current_caller(app), job_id.lower()).status_document()
+    deps = _deps()
+    document = budgets.document(deps.budgets, get_job(deps, current_caller(app), job_id.lower()))
     return json_response(200, document, _poll_headers(document))
 
 
@@ -82,8 +84,9 @@ def result(job_id: JobIdPath) -> Response[Any]:
 )
 def cancel(job_id: JobIdPath) -> Response[Any]:
     """Cancel the caller's job."""
-    outcome = cancel_job(_deps(), current_caller(app), job_id.lower())
-    document = outcome.job.status_document()
+    deps = _deps()
+    outcome = cancel_job(deps, current_caller(app), job_id.lower())
+    document = budgets.document(deps.budgets, outcome.job)
     return json_response(202 if outcome.in_progress else 200, document, _poll_headers(document))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from functions.status.dependencies import StatusDependencies
+from shared import budgets
 from shared.clock import truncate_to_millis
 from shared.contract import JobPage, ResultDocument, UsageDocument
 from shared.errors import (
@@ -16,8 +17,9 @@ from shared.errors import (
 from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.observability import bind_job, logger
+from shared.payload_reads import result_of
 from shared.ports import Transition, TransitionConflictError
-from shared.retention import input_expiry
+from shared.retention import end_input
 
 # A cancel races at most the worker's claim and its terminal write; more conflicts mean trouble.
 _CANCEL_ROUNDS = 4
@@ -49,7 +51,7 @@ def get_result(deps: StatusDependencies, caller: Caller, job_id: str) -> ResultD
     job = get_job(deps, caller, job_id)
     if job.status is not JobStatus.SUCCEEDED or job.result_location is None:
         raise JobNotSucceededError(f"The job is {job.status.value}; only a Succeeded job has a result.")
-    result = deps.payloads.get_result(job.job_id, job.result_location)
+    result = result_of(job, deps.payloads)
     if result is None:
         logger.error("result missing for a succeeded job")
         raise StorageUnavailableError("The result is not readable right now; retry shortly.")
@@ -86,8 +88,7 @@ def _cancel_step(deps: StatusDependencies, job: JobRecord) -> CancelOutcome | Jo
     if target is JobStatus.CANCELED:
         # The input's final expiry before the terminal write (shared.retention): if it fails, the
         # caller gets a 503 and nothing has changed.
-        retention = deps.settings.input_retention_hours
-        deps.payloads.set_input_expiry(job.job_id, job.input_location, input_expiry(now, retention))
+        end_input(deps.payloads, job, target, now, deps.settings.input_retention_hours)
     try:
         written = deps.repository.transition(
             Transition(job_id=job.job_id, source=job.status, target=target, now=now, cancel_requested_at=now)
@@ -109,4 +110,4 @@ def list_jobs(
     next_cursor = (
         codec.encode(caller, status_name, page.next_position) if page.next_position is not None else None
     )
-    return JobPage(items=[job.status_document() for job in page.items], next_cursor=next_cursor)
+    return JobPage(items=budgets.documents(deps.budgets, page.items), next_cursor=next_cursor)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from shared import resources as r
-from shared.settings import JobPolicySettings, StorageSettings
+from shared.settings import BudgetStorageSettings, JobPolicySettings, StorageSettings
 
 
-class StatusSettings(StorageSettings, JobPolicySettings):
-    """Where jobs live and the secret that signs list cursors."""
+class StatusSettings(StorageSettings, JobPolicySettings, BudgetStorageSettings):
+    """Where jobs live, the secret that signs list cursors, and the budget ledger (which says
+    whether an ended job's reservation is settled yet)."""
 
     cursor_secret: str = Field(alias=r.ENV_CURSOR_SECRET, min_length=1)
     secret_max_age_seconds: int = Field(default=300, alias="SECRET_MAX_AGE_SECONDS", ge=0, le=3600)

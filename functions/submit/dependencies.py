@@ -8,8 +8,10 @@ from functools import cache
 import boto3
 
 from functions.submit.settings import SubmitSettings
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.lazy import once
 from shared.ports import JobRepository, PayloadStore
@@ -23,6 +25,7 @@ class SubmitDependencies:
     repository: JobRepository
     payloads: PayloadStore
     clock: Clock
+    budgets: BudgetLedger
 
 
 @cache
@@ -36,4 +39,5 @@ def build_dependencies(settings: SubmitSettings) -> SubmitDependencies:
             dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         clock=SystemClock(),
+        budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
     )

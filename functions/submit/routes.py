@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 
 from functions.submit.dependencies import SubmitDependencies
 from functions.submit.service import submit_job
+from shared import budgets
 from shared.contract import StatusDocument, SubmitRequest
 from shared.http import create_resolver, current_caller, json_response
 from shared.idempotency import parse_idempotency_key
@@ -39,7 +40,12 @@ IdempotencyKeyHeader = Annotated[
 @app.post(
     "/v1/jobs",
     summary="Submit a job",
-    description="Accepts work for the model and answers at once; poll the Location for its status.",
+    description=(
+        "Accepts work for the model and answers at once; poll the Location for its status. When the "
+        "caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens "
+        "(403 budget_exceeded when it does not fit); the reservation is settled to the tokens used "
+        "when the job ends."
+    ),
     operation_id="submitJob",
     tags=["jobs"],
     responses={
@@ -63,6 +69,7 @@ IdempotencyKeyHeader = Annotated[
             "request_too_large",
             "unsupported_media_type",
             "rate_limited",
+            "budget_exceeded",
         ),
     },
 )
@@ -79,4 +86,4 @@ def submit(
     }
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return json_response(202, outcome.job.status_document(), headers)
+    return json_response(202, budgets.document(deps.budgets, outcome.job), headers)

@@ -7,15 +7,31 @@ from datetime import datetime, timedelta
 
 from functions.submit.dependencies import SubmitDependencies
 from shared import resources as r
+from shared.budgets import (
+    ReservationRef,
+    ReserveOutcome,
+    effective_limit,
+    exceeded_detail,
+    new_reservation,
+    period_of,
+    record_refusal,
+    record_reservation,
+    reservation_tokens,
+)
 from shared.clock import truncate_to_millis
 from shared.contract import SubmitRequest
-from shared.errors import IdempotencyKeyReusedError, ModelNotAllowedError, RateLimitedError
+from shared.errors import (
+    BudgetExceededError,
+    IdempotencyKeyReusedError,
+    ModelNotAllowedError,
+    RateLimitedError,
+)
 from shared.idempotency import fingerprint, scope_hash
 from shared.ids import new_job_id, new_sequence_id
-from shared.job import BlobLocation, Caller, IdempotencyRecord, JobInput, JobRecord
+from shared.job import BlobLocation, BudgetHold, Caller, IdempotencyRecord, JobInput, JobRecord
 from shared.lifecycle import JobStatus
 from shared.observability import bind_job, logger, metrics
-from shared.planner import plan_job
+from shared.planner import StepPlan, plan_job
 from shared.prompts import template_for
 from shared.retention import input_expiry
 
@@ -31,12 +47,14 @@ class SubmitOutcome:
 def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest, key: str) -> SubmitOutcome:
     """Accept a job exactly once per (caller, key, fingerprint).
 
-    Order, no transaction (DESIGN.md, "Lifecycle": submit order): (1) the idempotency claim,
-    the unique constraint, and a replay when its job exists, before any quota is spent, so a
-    client retrying after a lost answer always learns its job; (2) the per-owner rate, whose
-    refusal deletes this submit's own claim; (3) the input; (4) the job item, whose stream
-    INSERT starts the work, so it comes last. A crash between steps leaves what a retry with
-    the same key completes.
+    Order, no transaction across them (DESIGN.md, "Lifecycle": submit order): (1) the
+    idempotency claim, the unique constraint, and a replay when its job exists, before any quota
+    or budget is spent, so a client retrying after a lost answer always learns its job; (2) the
+    per-owner rate and (3) the tenant's budget reservation, whose refusals delete this submit's
+    own claim; (4) the input; (5) the job item, whose stream INSERT starts the work, so it comes
+    last. A crash between steps leaves what a retry with the same key completes (the reservation
+    is keyed by the job, so the retry finds it made); a reservation no retry completes is
+    released by the sweeper once the claim has expired.
     """
     settings = deps.settings
     now = truncate_to_millis(deps.clock.now())
@@ -85,7 +103,6 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         max_output_tokens=request.options.max_output_tokens if request.options else None,
         labels=tuple(request.options.labels) if request.options and request.options.labels else None,
     )
-    location = _location_for(job_input)
     plan = plan_job(
         job_input.text,
         request.operation,
@@ -94,12 +111,20 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         labels=job_input.labels,
         max_output_tokens=job_input.max_output_tokens,
     )
-    job = _job_from_claim(claim, caller, request, location, plan.total_steps)
-    # Steps 3-4, also when completing a crashed submit: same id, same content, both conditional.
-    # Until the job ends and says otherwise, the input lives as long as it would after an end: if
-    # no job item ever follows (a crash, no retry), it goes with its claim, not 30 days later.
-    input_expires_at = input_expiry(claim.created_at, settings.input_retention_hours)
-    deps.payloads.put_input(job_input, location, expires_at=input_expires_at)
+    hold = _reserve_budget(deps, caller, claim, plan, now=now, own_claim=claim if existing is None else None)
+    job = _job_from_claim(claim, caller, request, "item", plan.total_steps, hold=hold)
+    if deps.repository.fits_in_job_item(job, input_body=job_input.body()):
+        # A small input rides in the job item: one write fewer now and at the end (DESIGN.md,
+        # "Cost discipline"), and the claim hands it to the worker with no read of its own.
+        job = job.model_copy(update={"input_location": "job", "input_body": job_input.body()})
+    else:
+        job = job.model_copy(update={"input_location": _location_for(job_input)})
+        # Steps 4-5, also when completing a crashed submit: same id, same content, both
+        # conditional. Until the job ends and says otherwise, the input lives as long as it would
+        # after an end: if no job item ever follows (a crash, no retry), it goes with its claim.
+        input_expires_at = input_expiry(claim.created_at, settings.input_retention_hours)
+        deps.payloads.put_input(job_input, job.input_location, expires_at=input_expires_at)
+    location = job.input_location
     sweep_at = job.dispatch_at + timedelta(seconds=settings.sweep_look_seconds)
     if deps.repository.create_job(job, sweep_at):
         logger.info("job accepted", extra={"replayed": existing is not None, "input_location": location})
@@ -151,16 +176,64 @@ def _take_quota(
     )
 
 
+def _reserve_budget(
+    deps: SubmitDependencies,
+    caller: Caller,
+    claim: IdempotencyRecord,
+    plan: StepPlan,
+    *,
+    now: datetime,
+    own_claim: IdempotencyRecord | None,
+) -> BudgetHold | None:
+    """Reserve the job's true upper bound of tokens in its tenant's month; over the limit, leave no
+    claim of ours behind and refuse. None (and no write) when the tenant has no limit.
+
+    The period is the claim's month, so a retry that completes this submit later reserves (and
+    finds the reservation) in the same one, and the job settles there whenever it ends.
+    """
+    settings = deps.settings
+    period = period_of(claim.created_at)
+    state = deps.budgets.state(caller.tenant, period)
+    limit = effective_limit(state.configured_limit, settings.default_monthly_tokens)
+    if limit is None:
+        return None
+    reservation = new_reservation(
+        caller.tenant,
+        ReservationRef(claim.job_id, 0),
+        reservation_tokens(plan),
+        now=now,
+        period=period,
+        held_until=claim.expires_at,
+        grace=timedelta(seconds=settings.dispatch_grace_seconds),
+    )
+    result = deps.budgets.reserve(reservation, limit)
+    if result.outcome is ReserveOutcome.EXCEEDED:
+        committed = result.committed if result.committed is not None else state.committed
+        record_refusal(caller.tenant, period, limit, committed, reservation.tokens)
+        if own_claim is not None:
+            deps.repository.release_idempotency_claim(own_claim)
+        raise BudgetExceededError(exceeded_detail(limit, committed, reservation.tokens, period))
+    if result.outcome is ReserveOutcome.RESERVED:
+        record_reservation(state, limit, reservation)
+    return reservation.hold
+
+
 def _location_for(job_input: JobInput) -> BlobLocation:
     size = len(job_input.model_dump_json().encode("utf-8"))
     return "s3" if size > r.INLINE_PAYLOAD_LIMIT_BYTES else "item"
 
 
 def _job_from_claim(
-    claim: IdempotencyRecord, caller: Caller, request: SubmitRequest, location: BlobLocation, total_steps: int
+    claim: IdempotencyRecord,
+    caller: Caller,
+    request: SubmitRequest,
+    location: BlobLocation,
+    total_steps: int,
+    *,
+    hold: BudgetHold | None,
 ) -> JobRecord:
-    """The job item is a pure function of the claim and the request (its plan too): a replay
-    rebuilds it exactly."""
+    """The job item is a pure function of the claim and the request (its plan and its reservation
+    too): a replay rebuilds it exactly."""
     return JobRecord(
         job_id=claim.job_id,
         tenant=caller.tenant,
@@ -178,4 +251,5 @@ def _job_from_claim(
         dispatch_at=claim.created_at,
         plan=claim.plan,
         total_steps=total_steps,
+        budget=hold,
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from shared.planner import DEFAULT_CHUNK_TOKENS, DEFAULT_STEP_OUTPUT_TOKENS, PLAN_VERSION, PlanParameters
-from shared.settings import JobPolicySettings, StorageSettings
+from shared.settings import BudgetPolicySettings, JobPolicySettings, StorageSettings
 
 
-class SubmitSettings(StorageSettings, JobPolicySettings):
-    """Where to write and the policy applied to new jobs."""
+class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
+    """Where to write and the policy applied to new jobs (their budget reservation too)."""
 
     submits_per_minute: int = Field(default=60, alias="SUBMITS_PER_MINUTE", ge=1, le=100_000)
     # How long inputs are split into steps (shared.planner); stored on each job at submit.

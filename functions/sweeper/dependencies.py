@@ -9,9 +9,11 @@ from functools import cache
 import boto3
 
 from functions.sweeper.settings import SweeperSettings
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
+from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.lazy import once
 from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
@@ -26,6 +28,8 @@ class SweeperDependencies:
     payloads: PayloadStore
     queues: Mapping[Lane, JobQueue]
     clock: Clock
+    # Open budget reservations (their sparse index) that nothing settled: functions.sweeper.budgets.
+    budgets: BudgetLedger
 
 
 @cache
@@ -44,4 +48,5 @@ def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
             Lane.ISOLATION: SqsJobQueue(sqs, settings.isolation_queue_url),
         },
         clock=SystemClock(),
+        budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
     )

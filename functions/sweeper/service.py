@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from functions.sweeper.budgets import repair_budgets
 from functions.sweeper.dependencies import SweeperDependencies
 from shared import resources as r
 from shared.clock import truncate_to_millis
@@ -27,7 +28,7 @@ from shared.leases import ExpiredLeaseOutcome, expired_lease_outcome
 from shared.lifecycle import TERMINAL, JobStatus
 from shared.observability import current_trace_id, logger, metrics
 from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
-from shared.retention import input_expiry, input_needs_renewal
+from shared.retention import end_input, input_expiry, input_needs_renewal
 
 RETRIES_EXHAUSTED = job_error("retries_exhausted")
 
@@ -45,6 +46,8 @@ class SweepReport:
     skipped: int = 0
     examined: int = 0
     errors: int = 0
+    # Budget reservations settled or released that nothing else would (functions.sweeper.budgets).
+    budget_repairs: int = 0
     job_ids: list[str] = field(default_factory=list)
 
     @property
@@ -82,6 +85,8 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             except Exception:  # noqa: BLE001 - logged; one job must not hold up the rest
                 logger.exception("sweeper could not recover a job", extra={"job_id": job_id})
                 report.errors += 1
+    report.budget_repairs, budget_errors = repair_budgets(deps, now)
+    report.errors += budget_errors
     metrics.add_metric(name="SweeperRecoveries", unit="Count", value=report.recoveries)
     logger.info(
         "sweep done",
@@ -93,6 +98,7 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             "deferred": report.deferred,
             "canceled": report.canceled,
             "failed": report.failed,
+            "budget_repairs": report.budget_repairs,
             "errors": report.errors,
         },
     )
@@ -190,10 +196,11 @@ def _write(
     sweep_at: datetime | None = None,
     outcome: ExpiredLeaseOutcome | None = None,
 ) -> JobRecord:
-    if target in TERMINAL:
-        deps.payloads.set_input_expiry(
-            job.job_id, job.input_location, input_expiry(now, deps.settings.input_retention_hours)
-        )
+    moved = (
+        end_input(deps.payloads, job, target, now, deps.settings.input_retention_hours)
+        if target in TERMINAL
+        else None
+    )
     written = deps.repository.transition(
         Transition(
             job_id=job.job_id,
@@ -210,6 +217,7 @@ def _write(
             error=error,
             dispatch_at=dispatch_at,
             sweep_at=sweep_at,
+            input_location=moved,
         )
     )
     logger.info(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from shared import resources as r
-from shared.settings import JobPolicySettings
+from shared.settings import BudgetStorageSettings, JobPolicySettings
 
 
-class SweeperSettings(JobPolicySettings):
-    """What counts as stuck, and where recovered jobs are re-sent."""
+class SweeperSettings(JobPolicySettings, BudgetStorageSettings):
+    """What counts as stuck, where recovered jobs are re-sent, and the budget ledger it repairs."""
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)

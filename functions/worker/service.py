@@ -31,6 +31,7 @@ from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
+from shared.payload_reads import input_of
 from shared.planner import Step, StepPlan, final_output, plan_job
 from shared.ports import (
     Completion,
@@ -43,7 +44,7 @@ from shared.ports import (
 )
 from shared.prompts import template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
-from shared.retention import input_expiry, input_needs_renewal
+from shared.retention import end_input, input_expiry, input_needs_renewal
 
 T = TypeVar("T")
 __all__ = ["JobWorker", "RetryLater"]
@@ -183,7 +184,8 @@ class JobWorker:
         await self._renew_input_of_old_job(job)
         if await self._adopt_earlier_result(run):
             return
-        job_input = await self._io(self._deps.payloads.get_input, job.job_id, job.input_location)
+        # A small input came with the claim (no read); a larger one is read from its item or S3.
+        job_input = await self._io(input_of, job, self._deps.payloads)
         if job_input is None:
             await self._fail(run, "input_missing")
             return
@@ -203,7 +205,8 @@ class JobWorker:
         request = CompletionRequest(
             model=job.model,
             messages=template.render(job_input.text, job_input.labels),
-            max_output_tokens=job_input.max_output_tokens,
+            # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
+            max_output_tokens=plan.steps[0].max_tokens,
         )
         try:
             completion = await self._call_under_lease(run, request)
@@ -218,6 +221,22 @@ class JobWorker:
             await self._release(run, receipt_handle)
         else:
             await self._succeed(run, completion, job_input.labels)
+
+    async def _store_result(self, run: _Run, result: JobResult) -> tuple[BlobLocation, JobResult, str | None]:
+        """Where the result goes, and the result that is stored there (an earlier claim's wins).
+
+        A small one rides in the terminal write itself (no write of its own); until that write is
+        done it is kept to store as an item if the run fails. A larger one is written first."""
+        if self._deps.repository.fits_in_job_item(run.job, result_body=result.body()):
+            run.unsaved = (result, "item")
+            return "job", result, result.body()
+        location: BlobLocation = (
+            "s3" if len(result.output.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
+        )
+        run.unsaved = (result, location)
+        stored = await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
+        run.unsaved = None
+        return location, stored, None
 
     async def _renew_input_of_old_job(self, job: JobRecord) -> None:
         retention = self._settings.input_retention_hours
@@ -314,13 +333,11 @@ class JobWorker:
             raise CancelObserved
 
     async def _succeed_steps(self, run: _Run, plan: StepPlan, stopped: StepsStopped) -> None:
-        output = final_output(plan, stopped.outputs)
-        location: BlobLocation = "s3" if len(output.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
-        result = JobResult(job_id=run.job.job_id, output=output, usage=stopped.usage)
-        run.unsaved = (result, location)
-        await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
-        run.unsaved = None
-        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
+        result = JobResult(
+            job_id=run.job.job_id, output=final_output(plan, stopped.outputs), usage=stopped.usage
+        )
+        location, _, body = await self._store_result(run, result)
+        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
 
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
@@ -359,19 +376,16 @@ class JobWorker:
 
     async def _succeed(self, run: _Run, completion: Completion, labels: tuple[str, ...] | None) -> None:
         output = _normalize_label(completion.text, labels)
-        location: BlobLocation = "s3" if len(output.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
-        # The result first, with its usage: a crash after it costs no second model call (the next
-        # claim adopts it), and a crash before it never leaves a Succeeded job without a result.
+        # The result with its usage before the status write: a crash after an item's write costs no
+        # second model call (the next claim adopts it), and none leaves a Succeeded job without one.
         result = JobResult(job_id=run.job.job_id, output=output, usage=completion.usage)
-        run.unsaved = (result, location)
-        stored = await self._io(self._deps.payloads.put_result, result, location, run.job.expires_at)
-        run.unsaved = None
+        location, stored, body = await self._store_result(run, result)
         if stored != result:
             # A claim that lost its lease wrote its answer first. Results are write-once, so its
             # output stands, and the job counts both calls' tokens: both were spent.
             logger.info("result adopted from an earlier claim")
         run.usage = _sum(stored.usage, completion.usage) if stored != result else completion.usage
-        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
+        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
 
     async def _fail(self, run: _Run, code: str) -> None:
         await self._terminal(run, JobStatus.FAILED, error=job_error(code))
@@ -386,19 +400,17 @@ class JobWorker:
         *,
         error: JobError | None = None,
         result_location: BlobLocation | None = None,
+        result_body: str | None = None,
     ) -> None:
         """Write a terminal state as the lease holder. Once a cancel is requested, Canceled wins:
         the caller asked to stop, so the output is dropped (usage is kept)."""
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
-            target, error, result_location = JobStatus.CANCELED, None, None
+            target, error, result_location, result_body = JobStatus.CANCELED, None, None, None
         now = self._now()
         # The input's final expiry before the terminal write (shared.retention): if it fails, the
         # job is handed back unfinished, and its next writer sets it.
-        await self._io(
-            self._deps.payloads.set_input_expiry,
-            run.job.job_id,
-            run.job.input_location,
-            input_expiry(now, self._settings.input_retention_hours),
+        moved = await self._io(
+            end_input, self._deps.payloads, run.job, target, now, self._settings.input_retention_hours
         )
         transition = Transition(
             job_id=run.job.job_id,
@@ -410,12 +422,17 @@ class JobWorker:
             usage=run.usage,
             usage_total=run.usage_total,
             result_location=result_location,
+            result_body=result_body if target is JobStatus.SUCCEEDED else None,
+            input_location=moved,
         )
         try:
             run.job = await self._io(self._deps.repository.transition, transition)
+            run.unsaved = None  # an inline result is stored with the status: nothing left to keep
         except TransitionConflictError as conflict:
             if _cancel_won(conflict, run):
-                await self._terminal(run, target, error=error, result_location=result_location)
+                await self._terminal(
+                    run, target, error=error, result_location=result_location, result_body=result_body
+                )
             else:
                 logger.warning("terminal write lost; another writer owns the job")
             return
@@ -461,6 +478,7 @@ class JobWorker:
         )
         try:
             run.job = await self._io(self._deps.repository.transition, transition)
+            run.unsaved = None  # an inline result is stored with the status: nothing left to keep
         except TransitionConflictError as conflict:
             if _cancel_won(conflict, run):
                 await self._cancel(run)
@@ -471,11 +489,8 @@ class JobWorker:
         raise RetryLater
 
     async def _finish_pending_exhausted(self, job: JobRecord, now: datetime) -> None:
-        await self._io(
-            self._deps.payloads.set_input_expiry,
-            job.job_id,
-            job.input_location,
-            input_expiry(now, self._settings.input_retention_hours),
+        moved = await self._io(
+            end_input, self._deps.payloads, job, JobStatus.FAILED, now, self._settings.input_retention_hours
         )
         transition = Transition(
             job_id=job.job_id,
@@ -483,6 +498,7 @@ class JobWorker:
             target=JobStatus.FAILED,
             now=now,
             error=job_error("retries_exhausted"),
+            input_location=moved,
         )
         try:
             await self._io(self._deps.repository.transition, transition)

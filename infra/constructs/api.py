@@ -24,6 +24,7 @@ from constructs import Construct
 from infra import grants, nag
 from infra.config import StageConfig
 from infra.constructs.auth import Auth
+from infra.constructs.budgets import Budgets
 from infra.constructs.storage import Storage
 from infra.environment import status_environment, submit_environment
 from infra.function_factory import FunctionFactory, FunctionSpec, removal_policy, retention
@@ -68,9 +69,10 @@ class Api(Construct):
         factory: FunctionFactory,
         auth: Auth,
         storage: Storage,
+        budgets: Budgets,
         route_functions: Mapping[FunctionName, lambda_.Function] | None = None,
     ) -> None:
-        """`route_functions`: functions other capabilities made for routes of ROUTES (the tickets)."""
+        """`route_functions`: functions other capabilities made for routes of ROUTES (tickets, budget)."""
         super().__init__(scope, construct_id)
         # Signs list cursors (HMAC), so clients cannot forge a position in another owner's list.
         self.cursor_secret = secretsmanager.Secret(
@@ -83,8 +85,8 @@ class Api(Construct):
             removal_policy=removal_policy(config),
         )
         self.functions = {
-            FunctionName.SUBMIT: self._submit(config, factory, storage),
-            FunctionName.STATUS: self._status(config, factory, storage),
+            FunctionName.SUBMIT: self._submit(config, factory, storage, budgets),
+            FunctionName.STATUS: self._status(config, factory, storage, budgets),
             **(route_functions or {}),
         }
         self.access_logs = logs.LogGroup(
@@ -123,7 +125,9 @@ class Api(Construct):
         )
         self._routes()
 
-    def _submit(self, config: StageConfig, factory: FunctionFactory, storage: Storage) -> lambda_.Function:
+    def _submit(
+        self, config: StageConfig, factory: FunctionFactory, storage: Storage, budgets: Budgets
+    ) -> lambda_.Function:
         function = factory.create(
             self,
             FunctionSpec(
@@ -134,6 +138,7 @@ class Api(Construct):
                     jobs_table=storage.jobs_table.table_name,
                     idempotency_table=storage.idempotency_table.table_name,
                     bucket=storage.payload_bucket.bucket_name,
+                    budgets_table=budgets.table.table_name,
                 ),
                 timeout=_API_FUNCTION_TIMEOUT,
                 memory_mb=config.api_memory_mb,
@@ -147,9 +152,14 @@ class Api(Construct):
         # names may still replay its job) and per-owner submit counters (UpdateItem).
         grants.grant_table(storage.idempotency_table, function, ["PutItem", "GetItem", "UpdateItem"])
         grants.grant_objects(storage.payload_bucket, function, ["PutObject"], [r.INPUT_PREFIX])
+        # The tenant's limit and counter (BatchGetItem), then the reservation with its counter: a
+        # TransactWriteItems of a Put and an Update, which IAM authorizes as PutItem and UpdateItem.
+        grants.grant_table(budgets.table, function, ["BatchGetItem", "PutItem", "UpdateItem"])
         return function
 
-    def _status(self, config: StageConfig, factory: FunctionFactory, storage: Storage) -> lambda_.Function:
+    def _status(
+        self, config: StageConfig, factory: FunctionFactory, storage: Storage, budgets: Budgets
+    ) -> lambda_.Function:
         function = factory.create(
             self,
             FunctionSpec(
@@ -161,6 +171,7 @@ class Api(Construct):
                     idempotency_table=storage.idempotency_table.table_name,
                     bucket=storage.payload_bucket.bucket_name,
                     cursor_secret_arn=self.cursor_secret.secret_arn,
+                    budgets_table=budgets.table.table_name,
                 ),
                 timeout=_API_FUNCTION_TIMEOUT,
                 memory_mb=config.api_memory_mb,
@@ -179,6 +190,8 @@ class Api(Construct):
         grants.grant_objects(storage.payload_bucket, function, ["GetObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, function)
         grants.grant_secret_value(self.cursor_secret, function)
+        # Whether an ended job's reservation is settled yet (keys only, one BatchGetItem per page).
+        grants.grant_table(budgets.table, function, ["BatchGetItem"])
         nag.acknowledge(
             self.cursor_secret,
             "AwsSolutions-SMG4",

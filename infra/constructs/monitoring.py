@@ -22,8 +22,11 @@ from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
+from infra.constructs.webhooks import Webhooks
 from infra.function_factory import removal_policy
 from infra.names import ALARM_TOPIC, SWEEPER_RECOVERIES_METRIC, FunctionName, Runbook
+from shared import resources as r
+from shared.budgets import NEAR_LIMIT_PERCENT
 
 _GTE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 _ONE_MINUTE = Duration.minutes(1)
@@ -60,6 +63,7 @@ class Monitoring(Construct):
         api: Api,
         outbox: Outbox,
         realtime: Realtime,
+        webhooks: Webhooks,
         functions: Mapping[FunctionName, lambda_.IFunction],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -83,6 +87,23 @@ class Monitoring(Construct):
             metric_name="PushFailures",
             dimensions_map={"service": FunctionName.NOTIFIER.service},
             statistic=cloudwatch.Stats.SUM,
+            period=_FIVE_MINUTES,
+        )
+        self.webhook_failure_rate = self._webhook_failure_rate(config)
+        self.budget_committed = self._metric(
+            config, "BudgetCommittedPercent", FunctionName.SUBMIT, cloudwatch.Stats.MAXIMUM
+        )
+        self.budget_exceeded = self._metric(
+            config, "BudgetExceeded", FunctionName.SUBMIT, cloudwatch.Stats.SUM
+        )
+        # Settlements happen in the notifier and, for what it missed, in the sweeper.
+        self.budget_overruns = cloudwatch.MathExpression(
+            expression="FILL(notifier, 0) + FILL(sweeper, 0)",
+            using_metrics={
+                name.service: self._metric(config, "BudgetOverruns", name, cloudwatch.Stats.SUM)
+                for name in (FunctionName.NOTIFIER, FunctionName.SWEEPER)
+            },
+            label="BudgetOverruns",
             period=_FIVE_MINUTES,
         )
         specs = [
@@ -154,6 +175,60 @@ class Monitoring(Construct):
                 Runbook.NOTIFIER_FAILURES,
             ),
             AlarmSpec(
+                "WebhooksDlqNotEmpty",
+                webhooks.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Webhook deliveries are in the webhooks DLQ: an endpoint failed all seven attempts "
+                "(about 17.5 hours), or the sender kept crashing on a message.",
+                "See which endpoints with `outlast webhooks deliveries`, get them fixed, then "
+                "`outlast webhooks redrive --dry-run` and `webhooks redrive`.",
+                Runbook.WEBHOOKS_DLQ_NOT_EMPTY,
+            ),
+            AlarmSpec(
+                "WebhookFailureRate",
+                self.webhook_failure_rate,
+                config.webhook_failure_alarm_percent,
+                f"More than {config.webhook_failure_alarm_percent:g}% of webhook attempts failed in "
+                f"15 minutes (counted from {config.webhook_failure_alarm_min_attempts} attempts on).",
+                "Read the sender's logs (status, failure) and `outlast webhooks deliveries`: one endpoint "
+                "down, or the sender's own egress (DNS, TLS) broken?",
+                Runbook.WEBHOOK_FAILURE_RATE,
+            ),
+            AlarmSpec(
+                "BudgetNearLimit",
+                self.budget_committed,
+                NEAR_LIMIT_PERCENT,
+                f"A tenant's committed tokens (used plus reserved) passed {NEAR_LIMIT_PERCENT}% of its "
+                "monthly budget: its submits will soon be refused with 403 budget_exceeded.",
+                "Find the tenant in the submit logs ('tenant budget near its limit'), check its budget with "
+                "`outlast budgets show --tenant T`, and raise it with `outlast budgets set` if the spend is "
+                "expected.",
+                Runbook.BUDGET_NEAR_LIMIT,
+            ),
+            AlarmSpec(
+                "BudgetExhausted",
+                self.budget_exceeded,
+                1,
+                "A tenant reached 100% of its monthly token budget: a submit did not fit and was refused "
+                "with 403 budget_exceeded.",
+                "Find the tenant in the submit logs ('tenant budget exhausted'); raise its budget with "
+                "`outlast budgets set --tenant T --monthly-tokens N`, or let it wait for the reset.",
+                Runbook.BUDGET_EXHAUSTED,
+            ),
+            AlarmSpec(
+                "BudgetOverruns",
+                self.budget_overruns,
+                1,
+                "A job used more tokens than it reserved: the reservation was not an upper bound (the "
+                "reduce re-read factor, or two claims that both called the model for one step). Its usage "
+                "was counted in full, so its tenant may pass its limit by the difference.",
+                "Read the settlement log line ('a run used more tokens than it reserved') for the job and "
+                "compare its usage with its plan; see the runbook before changing the bound.",
+                Runbook.BUDGET_OVERRUNS,
+            ),
+            AlarmSpec(
                 "SweeperRecoveries",
                 self.sweeper_recoveries,
                 config.sweeper_recovery_alarm_threshold,
@@ -187,6 +262,14 @@ class Monitoring(Construct):
         self.dashboard = self._dashboard(api, outbox, functions)
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
+                title="Token budgets: highest committed share of a limit (%), refusals, overruns",
+                left=[self.budget_committed],
+                right=[self.budget_exceeded, self.budget_overruns],
+                width=24,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
                 title="Live updates: notifier iterator age and failed pushes",
                 left=[self.notifier_iterator_age],
                 right=[self.push_failures],
@@ -197,6 +280,55 @@ class Monitoring(Construct):
                 left=[realtime.notifier_failures.metric_approximate_number_of_messages_visible()],
                 width=12,
             ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Webhooks: queue, in flight (waiting to retry) and DLQ",
+                left=[
+                    webhooks.queue.metric_approximate_number_of_messages_visible(label="visible"),
+                    webhooks.queue.metric_approximate_number_of_messages_not_visible(label="in flight"),
+                    webhooks.dead_letter_queue.metric_approximate_number_of_messages_visible(label="DLQ"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Webhooks: failed attempts (%)", left=[self.webhook_failure_rate], width=12
+            ),
+        )
+
+    def _webhook_failure_rate(self, config: StageConfig) -> cloudwatch.MathExpression:
+        """Failed attempts as a percentage of all attempts, 0 while there are too few to judge."""
+
+        def sender_metric(name: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=config.metrics_namespace,
+                metric_name=name,
+                dimensions_map={"service": FunctionName.WEBHOOK_SENDER.service},
+                statistic=cloudwatch.Stats.SUM,
+                period=Duration.minutes(15),
+            )
+
+        return cloudwatch.MathExpression(
+            expression=(
+                f"IF(attempts >= {config.webhook_failure_alarm_min_attempts}, 100 * failures / attempts, 0)"
+            ),
+            using_metrics={
+                "attempts": sender_metric(r.WEBHOOK_ATTEMPTS_METRIC),
+                "failures": sender_metric(r.WEBHOOK_FAILURES_METRIC),
+            },
+            label="Webhook attempts failed (%)",
+            period=Duration.minutes(15),
+        )
+
+    @staticmethod
+    def _metric(config: StageConfig, name: str, function: FunctionName, statistic: str) -> cloudwatch.Metric:
+        """One of the functions' EMF metrics (the `service` dimension is the function)."""
+        return cloudwatch.Metric(
+            namespace=config.metrics_namespace,
+            metric_name=name,
+            dimensions_map={"service": function.service},
+            statistic=statistic,
+            period=_FIVE_MINUTES,
         )
 
     def _topic(self, config: StageConfig) -> sns.Topic:

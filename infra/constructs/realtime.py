@@ -16,7 +16,8 @@
 - Roles: the authorizer may only take tickets (DeleteItem); $connect/$disconnect record, read and
   forget connections and may close (DELETE) connections of this stage; the notifier reads the
   jobs stream, reads and forgets connections and may post (POST) to this stage's connections;
-  the $default function may do nothing but log.
+  the $default function may do nothing but log. The Webhooks construct grants the notifier its
+  part of webhooks (the tenant index of endpoints, sending to the webhooks queue).
 - The stage's URL and callback URL reach the functions through their environment, from this
   template: the management API's endpoint is never left to boto3's defaults.
 """
@@ -46,8 +47,10 @@ from infra.config import (
     NOTIFIER_RETRY_ATTEMPTS,
     StageConfig,
 )
+from infra.constructs.budgets import Budgets
 from infra.constructs.outbox import secure_queue
 from infra.constructs.storage import Storage
+from infra.constructs.webhooks import Webhooks
 from infra.environment import (
     notifier_environment,
     tickets_environment,
@@ -108,6 +111,8 @@ class Realtime(Construct):
         config: StageConfig,
         factory: FunctionFactory,
         storage: Storage,
+        webhooks: Webhooks,
+        budgets: Budgets,
     ) -> None:
         super().__init__(scope, construct_id)
         self.connections_table = self._table(config)
@@ -174,7 +179,10 @@ class Realtime(Construct):
         self.notifier_failures = secure_queue(
             self, NOTIFIER_FAILURE_QUEUE, retention_period=Duration.days(DLQ_RETENTION_DAYS)
         )
-        self.notifier = self._notifier(factory, storage, table)
+        self.notifier = self._notifier(factory, storage, table, webhooks, budgets.table.table_name)
+        # Token budgets: each terminal write settles its run's reservation (functions.notifier.settlement),
+        # a transaction of a conditional Delete (the reservation) and an Update (the counter).
+        grants.grant_table(budgets.table, self.notifier, ["DeleteItem", "UpdateItem"])
         self.functions = {
             FunctionName.TICKETS: self.tickets_function,
             FunctionName.WS_AUTHORIZER: self.authorizer_function,
@@ -246,11 +254,19 @@ class Realtime(Construct):
         )
         nag.acknowledge(self.web_socket_api, "AwsSolutions-APIG4", _UNAUTHORIZED_ROUTES_REASON)
 
-    def _notifier(self, factory: FunctionFactory, storage: Storage, table: str) -> lambda_.Function:
+    def _notifier(
+        self, factory: FunctionFactory, storage: Storage, table: str, webhooks: Webhooks, budgets_table: str
+    ) -> lambda_.Function:
         notifier = self._function(
             factory,
             FunctionName.NOTIFIER,
-            notifier_environment(connections_table=table, connections_endpoint=self.stage.callback_url),
+            notifier_environment(
+                connections_table=table,
+                connections_endpoint=self.stage.callback_url,
+                webhooks_table=webhooks.table.table_name,
+                webhooks_queue_url=webhooks.queue.queue_url,
+                budgets_table=budgets_table,
+            ),
             "outlast notifier: job writes on the jobs table stream -> their owners' WebSocket connections",
             timeout=Duration.seconds(60),
             other_star_resources=_LIST_STREAMS_REASON,
@@ -259,6 +275,7 @@ class Realtime(Construct):
         )
         grants.grant_table(self.connections_table, notifier, ["Query", "DeleteItem"])
         grants.grant_manage_connections(self.web_socket_api, WEBSOCKET_STAGE_NAME, notifier, "POST")
+        webhooks.grant_enqueue(notifier)
         notifier.add_event_source(
             sources.DynamoEventSource(
                 storage.jobs_table,

@@ -1,4 +1,5 @@
-"""The sweeper: on a schedule, recovers lost dispatches, expired leases and stuck cancellations.
+"""The sweeper: on a schedule, recovers lost dispatches, expired leases and stuck cancellations,
+and repairs budget reservations nothing settled.
 
 It reads the sparse, sharded sweeper index (never a scan), makes conditional updates, and re-sends
 recovered jobs to the jobs queue (isolated jobs to the isolation queue). A failed run is not
@@ -15,6 +16,7 @@ from constructs import Construct
 
 from infra import grants
 from infra.config import StageConfig
+from infra.constructs.budgets import Budgets
 from infra.constructs.outbox import Outbox
 from infra.constructs.storage import Storage
 from infra.environment import sweeper_environment
@@ -36,6 +38,7 @@ class Sweeper(Construct):
         factory: FunctionFactory,
         storage: Storage,
         outbox: Outbox,
+        budgets: Budgets,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = factory.create(
@@ -49,6 +52,7 @@ class Sweeper(Construct):
                     bucket=storage.payload_bucket.bucket_name,
                     jobs_queue_url=outbox.jobs_queue.queue_url,
                     isolation_queue_url=outbox.isolation_queue.queue_url,
+                    budgets_table=budgets.table.table_name,
                 ),
                 # Shorter than the default schedule's period, so runs rarely overlap.
                 timeout=Duration.seconds(55),
@@ -59,6 +63,14 @@ class Sweeper(Construct):
         )
         grants.grant_table(
             storage.jobs_table, self.function, ["Query", "GetItem", "UpdateItem"], indexes=[r.SWEEP_INDEX]
+        )
+        # Budget repair: open reservations by their sparse index, a check time moved (UpdateItem), a
+        # settlement or release (a transaction of a conditional Delete and an Update).
+        grants.grant_table(
+            budgets.table,
+            self.function,
+            ["Query", "UpdateItem", "DeleteItem"],
+            indexes=[r.BUDGET_CHECK_INDEX],
         )
         grants.grant_send(outbox.jobs_queue, self.function)
         grants.grant_send(outbox.isolation_queue, self.function)

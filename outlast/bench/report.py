@@ -179,6 +179,8 @@ def _cost(cost: dict[str, Any]) -> str:
     out.append(_fixed(cost["fixedMonthly"]))
     if "push" in cost:
         out.append(_push(cost["push"]))
+    if "budgets" in cost:
+        out.append(budget_section(cost["budgets"]))
     out.append(_cost_method(cost))
     return "\n".join(out)
 
@@ -313,6 +315,42 @@ def _push(push: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def budget_section(budgets: dict[str, Any]) -> str:
+    """The section of the computed budget line (outlast.bench.budgets)."""
+    limited, unlimited = budgets["withLimit"], budgets["withoutLimit"]
+    usd = budgets["usdPerMillionJobs"]
+    sizes = budgets["itemBytes"]
+    rows = [
+        "### Token budgets: what a budget adds per job\n",
+        "Computed, not measured (`outlast.bench.budgets`), from the items the budget ledger writes "
+        f"(a reservation of {sizes['reservation']} bytes, a counter of {sizes['counter']} bytes) under "
+        "DynamoDB's rules: a transactional write costs 2 units per started KB, an index write 1, an "
+        "eventually consistent read of up to 4 KB 0.5. The job item grows from "
+        f"{sizes['jobWithoutHold']} to {sizes['jobWithHold']} bytes with its hold"
+        + (
+            " (within the same KB). "
+            if sizes["jobWithHold"] // 1024 == sizes["jobWithoutHold"] // 1024
+            else ". "
+        )
+        + "The measured figures above are of a stage without a budget (the default), whose submits "
+        "paid no budget read when they were last measured: add the second row to them for a tenant "
+        "without a limit, the first for one with a limit.\n",
+        "| tenant | write units (tables) | write units (indexes) | read units | $ per million jobs |",
+        "|---|---:|---:|---:|---:|",
+        f"| with a limit | {_number(limited['writeUnitsTables'], 0)} | "
+        f"{_number(limited['writeUnitsIndexes'], 0)} | {_number(limited['readUnits'], 1)} | "
+        f"{_money(usd['withLimit'])} |",
+        f"| without a limit | {_number(unlimited['writeUnitsTables'], 0)} | "
+        f"{_number(unlimited['writeUnitsIndexes'], 0)} | {_number(unlimited['readUnits'], 1)} | "
+        f"{_money(usd['withoutLimit'])} |",
+        "",
+        "With a limit: "
+        + "; ".join(f"{name} {_number(value, 0)}" for name, value in limited["breakdown"].items())
+        + ". Without one: the submit's read of the tenant's budget only (to learn it has no limit).\n",
+    ]
+    return "\n".join(rows)
+
+
 def _write_units(rows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
     """Write units per job by table and by index, from the per-step rows."""
     tables: dict[str, float] = {}
@@ -326,9 +364,21 @@ def _write_units(rows: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str
     return tables, indexes
 
 
+def _index_story(rows: list[dict[str, Any]]) -> str:
+    """Which step writes which index entry, from the per-step rows: "byOwner 1 (put) at submit"."""
+    parts = [
+        f"{name} {_number(data['units'] * row['perJob'], 2)} ({', '.join(data['operations'])}) "
+        f"at {row['step']}"
+        for row in rows
+        for name, data in row.get("indexWrites", {}).items()
+    ]
+    return "; ".join(parts) or "none"
+
+
 def _floor(cost: dict[str, Any]) -> str:
     lines = cost["designs"]["httpApi"]["lines"]
     total = cost["designs"]["httpApi"]["usdPerMillionJobs"]
+    rows = cost["perJob"]["dynamodb"]
 
     def spent(predicate: Any) -> float:
         return float(sum(line["usdPerMillionJobs"] for line in lines if predicate(line)))
@@ -336,41 +386,31 @@ def _floor(cost: dict[str, Any]) -> str:
     writes = spent(lambda ln: ln["item"].startswith("write units"))
     observability = spent(lambda ln: ln["service"] in {"CloudWatch Logs", "X-Ray"})
     rest = spent(lambda ln: ln["service"] in {"SQS", "Data transfer"} or ln["item"] == "read units")
-    tables, indexes = _write_units(cost["perJob"]["dynamodb"])
+    tables, indexes = _write_units(rows)
     units = sum(tables.values()) + sum(indexes.values())
     by_place = ", ".join(f"{_number(v, 2)} on {k}" for k, v in [*tables.items(), *indexes.items()])
     index_writes = spent(lambda ln: ln["item"] == "write units: indexes")
-    extra_units = sum(
-        row.get("writeUnits", 0) * row["perJob"]
-        for row in cost["perJob"]["dynamodb"]
-        if row.get("item") == "RATE"
-        or (row["operation"] == "UpdateItem" and row.get("item", "").endswith("INPUT"))
-    )
-    wru_price = next(ln for ln in lines if ln["item"] == "write units: tables")
-    extras = extra_units * wru_price["usdPerMillionJobs"] / max(wru_price["quantityPerJob"], 1e-9)
-    remainder = total - index_writes - observability
     low, high = DESIGN_FLOOR
     verdict = "within" if low <= total <= high else "above" if total > high else "below"
+    gap = ""
+    if total > high:
+        remainder = total - index_writes - observability
+        gap = (
+            f"The gap to the floor's upper end ({_money(total - high)}) is mostly the index writes "
+            f"({_money(index_writes)}: {_index_story(rows)}) and observability at the deployed "
+            f"settings (INFO logs, 5% of worker traces: {_money(observability)}). Without them a job "
+            f"costs {_money(remainder)}"
+            + (f", {_money(remainder - high)} above the floor's upper end. " if remainder > high else ". ")
+        )
     return (
         "### Against DESIGN.md's floor\n\n"
         f"DESIGN.md puts the floor for this shape at about ${low:.0f}-{high:.0f} per million jobs. The "
         f"measured {_money(total)} is {verdict} it. DynamoDB writes: {_money(writes)} for "
-        f"{_number(units, 2)} write units a job ({by_place}); every transition rewrites the job item and "
-        f"both indexes. API Gateway: {_money(spent(lambda ln: ln['service'] == 'API Gateway'))} "
-        f"(4 requests). Lambda: {_money(spent(lambda ln: ln['service'] == 'Lambda'))}, requests and "
-        f"local-proxy durations. Logs and X-Ray: {_money(observability)}. DynamoDB reads, SQS and the "
-        f"rest: {_money(rest)}.\n\nThe gap to the floor's upper end ({_money(total - high)}) is mostly "
-        f"the two indexes ({_money(index_writes)}: their keys and projected attributes change at "
-        f"creation, claim and completion) and observability at the deployed settings (INFO logs, "
-        f"active tracing: {_money(observability)}). Without them a job costs {_money(remainder)}"
-        + (
-            f", {_money(remainder - high)} above the floor's upper end, of which the per-owner rate "
-            f"counter and the input's expiry update are {_money(extras)} (two of the "
-            f"{_number(sum(tables.values()), 2)} table writes)"
-            if remainder > high
-            else ", within the floor"
-        )
-        + ". The per-step table below shows where each unit comes from.\n"
+        f"{_number(units, 2)} write units a job ({by_place}). API Gateway: "
+        f"{_money(spent(lambda ln: ln['service'] == 'API Gateway'))} (4 requests). Lambda: "
+        f"{_money(spent(lambda ln: ln['service'] == 'Lambda'))}, requests and local-proxy durations. "
+        f"Logs and X-Ray: {_money(observability)}. DynamoDB reads, SQS and the rest: "
+        f"{_money(rest)}.\n\n{gap}The per-step table below shows where each unit comes from.\n"
     )
 
 

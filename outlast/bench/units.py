@@ -23,11 +23,12 @@ capacity unit consumption", "Global secondary indexes: provisioned throughput co
 
 from __future__ import annotations
 
-import base64
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from shared.adapters.item_size import Item, item_size, value_size
 
 KB = 1024
 READ_UNIT_BYTES = 4 * KB
@@ -35,51 +36,7 @@ WRITE_UNIT_BYTES = KB
 # Index storage is billed with 100 bytes of overhead per entry; throughput is not (reported only).
 INDEX_ENTRY_STORAGE_OVERHEAD = 100
 
-Item = Mapping[str, Any]
-"""An item in DynamoDB's attribute-value form ({"name": {"S": "..."}})."""
-
-
-def _number_size(text: str) -> int:
-    digits = text.strip().lstrip("+-").lower()
-    mantissa, _, _exponent = digits.partition("e")
-    significant = mantissa.replace(".", "").strip("0")
-    return math.ceil(len(significant) / 2) + 1
-
-
-def _string_size(content: Any) -> int:
-    return len(str(content).encode("utf-8"))
-
-
-def _binary_size(content: Any) -> int:
-    # Binary values travel base64-encoded but are billed at their raw length.
-    return len(content) if isinstance(content, bytes | bytearray) else len(base64.b64decode(str(content)))
-
-
-_SIZES: dict[str, Callable[[Any], int]] = {
-    "S": _string_size,
-    "N": lambda content: _number_size(str(content)),
-    "B": _binary_size,
-    "BOOL": lambda _content: 1,
-    "NULL": lambda _content: 1,
-    "SS": lambda content: sum(_string_size(s) for s in content),
-    "NS": lambda content: sum(_number_size(str(n)) for n in content),
-    "BS": lambda content: sum(_binary_size(b) for b in content),
-    "L": lambda content: 3 + sum(value_size(element) for element in content),
-    "M": lambda content: 3 + item_size(content),
-}
-
-
-def value_size(value: Mapping[str, Any]) -> int:
-    """The size of one attribute value (without its name)."""
-    kind, content = next(iter(value.items()))
-    if kind not in _SIZES:
-        raise ValueError(f"unknown attribute value type {kind!r}")
-    return _SIZES[kind](content)
-
-
-def item_size(item: Item) -> int:
-    """The size DynamoDB bills an item at: attribute names plus values."""
-    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
+__all__ = ["Item", "item_size", "value_size"]
 
 
 def read_units(size_bytes: int, *, consistent: bool) -> float:

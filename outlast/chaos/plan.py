@@ -184,6 +184,10 @@ def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> Submi
     ).strip()
     if fault is Fault.LONG_INPUT:
         text = _long_text(f"Chaos run {run_id}, job {index:04d}, a long input.", rng)
+    elif fault is Fault.SUBMIT_DEATH_AFTER_INPUT:
+        # Long enough to be stored beside the job, not inside it: only then is there a moment
+        # between the input's write and the job's for the crash to land in.
+        text += " " + " ".join(rng.choice(_WORDS) for _ in range(60))
     operation = rng.choice(("summarize", "analyze", "classify"))
     if operation == "classify":
         return {"operation": operation, "input": {"text": text}, "options": {"labels": list(_LABELS)}}

@@ -62,6 +62,13 @@ class ChaosReport:
     poison_parked: dict[str, int] = field(default_factory=dict)
     faults_fired: dict[str, int] = field(default_factory=dict)
     client_retries: int = 0
+    # Token budgets, after the drain and the settlements: |used - the jobs' usage| + reserved, summed
+    # over the run's tenants; must be 0. None: the stack has no budget (nothing reserved or settled).
+    budget_drift: int | None = None
+    budget_used: int = 0
+    budget_usage: int = 0  # the sum of the accepted jobs' usage (input + output tokens)
+    budget_reserved: int = 0
+    budget_tenants: int = 0
     run_seconds: float | None = None
     drain_seconds: float | None = None
     jobs: list[dict[str, Any]] = field(default_factory=list)  # per job, for --json-out only
@@ -79,7 +86,15 @@ class ChaosReport:
     @property
     def ok(self) -> bool:
         """True when nothing was lost, duplicated or leaked, and no invariant broke."""
-        return not (self.lost or self.duplicates or self.leaks or self.violations or self.blameless_failures)
+        drifted = self.budget_drift is not None and self.budget_drift != 0
+        return not (
+            self.lost
+            or self.duplicates
+            or self.leaks
+            or self.violations
+            or self.blameless_failures
+            or drifted
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (`--json-out`)."""
@@ -104,6 +119,16 @@ def _seconds(value: float | None) -> str:
 
 def _must_be_zero(items: list[str]) -> str:
     return f"{len(items)}  (must be 0)" + ("" if not items else "  <-- FAIL")
+
+
+def _budget(report: ChaosReport) -> str:
+    if report.budget_drift is None:
+        return "not measured (the stack has no token budget)"
+    verdict = "" if report.budget_drift == 0 else "  <-- FAIL"
+    return (
+        f"{report.budget_drift}  (must be 0)  [{report.budget_tenants} tenants: used {report.budget_used}, "
+        f"the jobs' usage {report.budget_usage}, reserved {report.budget_reserved}]{verdict}"
+    )
 
 
 def kinds_table(report: ChaosReport) -> list[str]:
@@ -160,6 +185,7 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("cross-owner reads that leaked", _must_be_zero(report.leaks) + f"  [{report.probes} probes]"),
         ("invariant violations", _must_be_zero(report.violations)),
         ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
+        ("budget drift (|used - usage| + reserved)", _budget(report)),
         ("model calls per Succeeded job", f"{report.calls_per_succeeded:.2f}  ({report.calls} calls)"),
         ("no-fault baseline calls per job", f"{report.baseline:.2f}"),
         ("jobs with model calls no fault explains", f"{len(report.unexplained_calls)}  (should be 0)"),

@@ -14,12 +14,16 @@ from outlast.local.stack import log_dir, read_state
 from outlast.local.synth import PROJECT_ROOT
 
 # Short leases and grace periods, as the end-to-end tests use, so that recoveries take seconds.
+# And a token budget for every tenant (DESIGN.md, "Token budgets"), far more than a run spends, so
+# every job reserves and settles and no job is refused: the run then checks the budgets' drift.
+CHAOS_MONTHLY_TOKENS = 1_000_000_000
 FAST_CONTEXT = {
     "leaseSeconds": "5",
     "heartbeatSeconds": "1",
     "dispatchGraceSeconds": "6",
     "sweepLookSeconds": "2",
     "releaseMarginSeconds": "5",
+    "defaultMonthlyTokens": str(CHAOS_MONTHLY_TOKENS),
 }
 SCHEDULE_SECONDS = 2
 START_TIMEOUT_SECONDS = 300  # a first synth plus cold processes on a busy two-core machine
@@ -48,6 +52,11 @@ class Target:
             if str(logical_id).startswith(logical_prefix):
                 return str(url)
         raise KeyError(logical_prefix)
+
+    @property
+    def default_monthly_tokens(self) -> int:
+        """The stack's stage budget (0: none, and the run has no budget to check)."""
+        return int(dict(self.state.get("outputs") or {}).get("DefaultMonthlyTokens", 0))
 
     def table(self, logical_prefix: str) -> str:
         """A table name by the start of its logical id (`StorageJobsTable`)."""

@@ -9,6 +9,7 @@ hash of the messages the worker renders from each job's unique text.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
@@ -24,6 +25,8 @@ from outlast.client import TERMINAL_STATUSES, ApiError, StatusDocument, Transpor
 from outlast.commands.local import local_client
 from outlast.local.model_server import messages_hash
 from shared import resources as r
+from shared.adapters.dynamo_items import job_id_of
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.contract import Operation
@@ -33,6 +36,9 @@ from shared.planner import PlanParameters, StepKind, plan_job, step_messages
 from shared.prompts import template_for
 
 MAX_ATTEMPTS = 3  # the stack's default maxAttempts: each claim makes at most one model call
+# How long the budget check waits for the last settlements: the sweeper repairs one the notifier
+# missed a grace (the chaos stack's dispatchGraceSeconds, 6 s) after its reservation, every 2 s.
+SETTLEMENT_WAIT_SECONDS = 60.0
 # The model server's outcome for each provider fault, to tell that the fault really happened.
 _PROVIDER_OUTCOMES = {
     Fault.PROVIDER_429_STORM: "rate_limit",
@@ -129,6 +135,7 @@ class Verifier:
         self._check_poison()
         self._check_queues()
         self._check_replays()
+        self._check_budgets()
         self._count()
         return report
 
@@ -274,14 +281,14 @@ class Verifier:
         pages = dynamodb.get_paginator("scan").paginate(
             TableName=self.driver.target.table("StorageJobsTable"),
             FilterExpression="#type = :job",
-            ProjectionExpression="jobId, ownerKey, #status",
+            ProjectionExpression="pk, ownerKey, #status",
             ExpressionAttributeNames={"#type": r.TYPE_ATTRIBUTE, "#status": "status"},
             ExpressionAttributeValues={":job": {"S": r.JOB_ITEM_TYPE}},
         )
         for page in pages:
             for item in page.get("Items", []):
                 if item.get("ownerKey", {}).get("S") in wanted:
-                    found[item["jobId"]["S"]] = item["status"]["S"]
+                    found[job_id_of(item)] = item["status"]["S"]
         return found
 
     def _claims(self) -> dict[int, str]:
@@ -399,6 +406,41 @@ class Verifier:
                 )
                 if reason is not None:
                     self.report.violations.append(f"{job_id}: its message was parked on {name} as {reason}")
+
+    def _check_budgets(self) -> None:
+        """Every tenant of the run: what its counters say was used and is reserved, against what its
+        jobs report they used. Settlement follows a job's end (the notifier, else the sweeper a
+        grace later), so the counters are read until nothing is reserved or the wait runs out."""
+        target = self.driver.target
+        if target.default_monthly_tokens == 0:
+            return
+        ledger = DynamoBudgetLedger(
+            local_client("dynamodb", target.state), target.table("BudgetsBudgetsTable")
+        )
+        tenants = sorted({owner.caller.tenant for owner in self.driver.owners})
+        deadline = time.monotonic() + SETTLEMENT_WAIT_SECONDS
+        while True:
+            states = [state for tenant in tenants for state in ledger.periods(tenant)]
+            if sum(state.reserved for state in states) == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        usage: Counter[str] = Counter()
+        for seen in self.observed.values():
+            document = seen.document
+            if document is not None and document["usage"] is not None:
+                tenant = self.driver.owners[seen.run.planned.owner].caller.tenant
+                usage[tenant] += document["usage"]["inputTokens"] + document["usage"]["outputTokens"]
+        report = self.report
+        report.budget_tenants = len(tenants)
+        report.budget_used = sum(state.used for state in states)
+        report.budget_reserved = sum(state.reserved for state in states)
+        report.budget_usage = sum(usage.values())
+        used_by_tenant: Counter[str] = Counter()
+        for state in states:
+            used_by_tenant[state.tenant] += state.used
+        report.budget_drift = report.budget_reserved + sum(
+            abs(used_by_tenant[tenant] - usage[tenant]) for tenant in tenants
+        )
 
     def _read_events(self) -> None:
         chaos = self.driver.target.chaos

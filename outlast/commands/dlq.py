@@ -420,6 +420,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
             hold,
             now=now,
             grace=timedelta(seconds=arguments.dispatch_grace_seconds),
+            budgets=target.budgets,
         )
         try:
             redrive.run(steps, record)

@@ -40,6 +40,7 @@ from outlast.client import (
     Answer,
     ApiError,
     ApiUnreachableError,
+    BudgetDocument,
     ConnectionLostError,
     JobOptions,
     JobPage,
@@ -210,6 +211,10 @@ def format_status(document: StatusDocument) -> str:
         rows.append(("error", format_error(document)))
     if usage:
         rows.append(("usage", f"{usage['inputTokens']} input tokens, {usage['outputTokens']} output tokens"))
+    if document.get("reservedTokens"):
+        rows.append(
+            ("reserved", f"{document.get('reservedTokens')} tokens of the tenant's budget, until settled")
+        )
     if document.get("resultUrl"):
         rows.append(("result", str(document["resultUrl"])))
     width = max(len(name) for name, _ in rows)
@@ -519,7 +524,7 @@ class Session:
 
 
 def register(commands: Any) -> None:
-    """Add submit, status, result, cancel and list."""
+    """Add submit, status, result, cancel, list, budget and watch."""
     # No abbreviations: `--token eyJ...` must be refused, not taken as `--token-env`.
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument(
@@ -573,6 +578,7 @@ def register(commands: Any) -> None:
     )
     listing.add_argument("--all", action="store_true", help="follow nextCursor to the last page")
     listing.add_argument("--cursor", help="start from this nextCursor")
+    add("budget", "show your tenant's token budget this month", _budget)
     watching = add("watch", "print your jobs' updates as they happen (one job's, with JOB_ID)", watch.run)
     watching.add_argument("job_id", metavar="JOB_ID", nargs="?", help="only this job, until it ends")
 
@@ -969,6 +975,29 @@ def _pages(session: Session, arguments: argparse.Namespace) -> Iterator[JobPage]
         if cursor in seen:
             raise UnexpectedAnswerError("the API sent the same nextCursor twice")
         seen.add(cursor)
+
+
+def format_budget(document: BudgetDocument) -> str:
+    """The tenant's budget, for people."""
+    if document["limitTokens"] is None:
+        limit, remaining = "no limit", "-"
+    else:
+        limit, remaining = f"{document['limitTokens']:,} tokens", f"{document['remainingTokens'] or 0:,}"
+    return "\n".join(
+        [
+            f"budget {document['period']} (resets {format_time(document['resetsAt'])})",
+            f"  limit      {limit}",
+            f"  used       {document['usedTokens']:,}",
+            f"  reserved   {document['reservedTokens']:,}  (held by your tenant's jobs until they end)",
+            f"  remaining  {remaining}",
+        ]
+    )
+
+
+def _budget(_arguments: argparse.Namespace, session: Session) -> int:
+    answer = with_retries(session.console, session.client.get_budget, "the budget request")
+    session.console.show(format_budget(answer.document), answer.document)
+    return EXIT_OK
 
 
 def _list(arguments: argparse.Namespace, session: Session) -> int:

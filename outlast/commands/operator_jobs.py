@@ -416,7 +416,9 @@ def _redrive(arguments: argparse.Namespace) -> int:
             return EXIT_ATTENTION
         return EXIT_OK
     grace = timedelta(seconds=arguments.dispatch_grace_seconds)
-    redrive = JobsRedrive(target.repository, target.payloads, target.queues, now=now, grace=grace)
+    redrive = JobsRedrive(
+        target.repository, target.payloads, target.queues, now=now, grace=grace, budgets=target.budgets
+    )
     outcomes: list[JobOutcome] = []
 
     def record(outcome: JobOutcome) -> None:

@@ -42,7 +42,7 @@ from outlast.local.model_server import ModelServer
 from outlast.local.process import free_port
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
-from outlast.local.template import REGION, Resolver, Resource, Template
+from outlast.local.template import REGION, Resolver, Resource, Template, TemplateError
 from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketFront
 from outlast.local.websocket_template import (
     local_urls,
@@ -51,6 +51,7 @@ from outlast.local.websocket_template import (
     websocket_api,
     websocket_config,
 )
+from shared import resources as r
 
 # Local policy on top of the template (DESIGN.md, "Local mode"): backoff from 1 s doubling to
 # 20 s, a 5 s provider timeout, and no X-Ray daemon to send traces to.
@@ -60,6 +61,10 @@ LOCAL_FUNCTION_ENVIRONMENT = {
     "PROVIDER_TIMEOUT_SECONDS": "5",
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
+# Local mode alone turns these on, and only for the functions whose template sets them (to
+# "false", always, in the template): the webhook sender may call plain http receivers on
+# loopback, such as a receiver a developer runs next to `outlast local up`.
+LOCAL_ONLY_OVERRIDES = {r.ENV_WEBHOOK_LOCAL_EGRESS: "true"}
 # An HTTP API gives up on an integration after 30 s; a request that finds every environment busy
 # that long gets API Gateway's 500 instead of waiting forever.
 INTEGRATION_TIMEOUT_SECONDS = 30.0
@@ -249,7 +254,8 @@ class LocalStack:
             k: localize(str(v), self._local_urls)
             for k, v in properties.get("Environment", {}).get("Variables", {}).items()
         }
-        environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **self.options.environment}
+        local_only = {k: v for k, v in LOCAL_ONLY_OVERRIDES.items() if k in variables}
+        environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **local_only, **self.options.environment}
         handler = str(properties["Handler"])
         if self.options.chaos is not None:
             # Local mode only: the shim imports the real handler and injects faults around it.
@@ -582,7 +588,18 @@ class LocalStack:
             "functions": {pool.spec.logical_id: pool.spec.name for pool in self.pools.values()},
             "scheduled": [self.pools[arn].spec.logical_id for arn in self.scheduled],
             "chaos": self.options.chaos.to_dict() if self.options.chaos is not None else None,
+            "outputs": self._outputs(),
         }
+
+    def _outputs(self) -> dict[str, Any]:
+        """The template's outputs that resolve locally (names of local resources, stage settings)."""
+        outputs: dict[str, Any] = {}
+        for key, output in self.template.body.get("Outputs", {}).items():
+            try:
+                outputs[key] = self.resolver.resolve(output["Value"])
+            except TemplateError:
+                continue  # an attribute local mode does not model (e.g. the API's endpoint)
+        return outputs
 
     def _write_state(self) -> None:
         STATE_DIR.mkdir(exist_ok=True)

@@ -6,22 +6,36 @@ first (a job that moved on since the plan is left alone), then the input's reten
 is going to run, so its input must live as long as the job), then a new message on the queue of
 the job's lane as written (`Lane.of`). A failure after the write leaves the job Pending: a rerun
 plans a redispatch (which renews and sends), and the sweeper re-sends it after its grace anyway.
+
+A redrive starts a new run, so before its write it reserves the run's tokens when the job's
+tenant has a budget (outlast.operator.budgets): refused when they do not fit, with nothing
+written. A step that fails after reserving leaves the reservation for its rerun, which finds it
+made (it is keyed by the job and the run); if no rerun comes, the sweeper releases it.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from outlast.operator.budgets import BudgetRefusedError, OperatorBudgets
 from outlast.operator.plan import Decision, DispatchBump, queue_name, write_for_job
 from shared.errors import StorageUnavailableError
 from shared.job import JobRecord
-from shared.ports import JobMessage, JobQueue, JobRepository, Lane, PayloadStore, TransitionConflictError
+from shared.ports import (
+    JobMessage,
+    JobQueue,
+    JobRepository,
+    Lane,
+    PayloadStore,
+    Transition,
+    TransitionConflictError,
+)
 
 # What an AWS call can fail with once the target is resolved.
 AWS_ERRORS = (ClientError, BotoCoreError, StorageUnavailableError)
@@ -33,6 +47,7 @@ class Result(StrEnum):
     DONE = "done"  # as planned
     KEPT = "kept"  # the plan keeps the message or leaves the job (released at once)
     CHANGED = "changed"  # the job moved on since the plan: nothing written
+    REFUSED = "refused"  # the redriven run does not fit its tenant's token budget: nothing written
     FAILED = "failed"  # an AWS call failed: the detail says what state it left
 
 
@@ -53,6 +68,30 @@ def describe(error: Exception) -> str:
     return type(error).__name__
 
 
+def _reserve(
+    budgets: OperatorBudgets,
+    write: Transition,
+    job: JobRecord,
+    *,
+    now: datetime,
+    grace: timedelta,
+    rerun: str,
+) -> Transition | Dispatched:
+    """The redrive's write with the new run's budget hold, or why nothing is to be written."""
+    try:
+        hold = budgets.reserve_redrive(job, now, grace)
+    except BudgetRefusedError as refusal:
+        return Dispatched(
+            Result.REFUSED,
+            f"over budget, nothing changed: {refusal} Raise it (`outlast budgets set`) or wait; {rerun}",
+        )
+    except AWS_ERRORS as error:
+        return Dispatched(Result.FAILED, f"nothing changed ({describe(error)}); {rerun}")
+    # Only into the run the reservation was made after: a redrive that raced another one would
+    # carry a hold for a stale run.
+    return replace(write, budget=hold, require_redrive_count=job.redrive_count)
+
+
 def dispatch(
     repository: JobRepository,
     payloads: PayloadStore,
@@ -64,9 +103,16 @@ def dispatch(
     grace: timedelta,
     trace_id: str | None,
     rerun: str,
+    budgets: OperatorBudgets | None,
 ) -> Dispatched:
-    """Write, renew, send; `rerun` says how to finish a step that failed after its write."""
+    """Reserve (a redrive of a budgeted tenant's job), write, renew, send; `rerun` says how to
+    finish a step that failed after its write. `budgets`: None for a stack without budgets."""
     write = write_for_job(job, decision, now, grace)
+    if isinstance(write, Transition) and write.operator_redrive and budgets is not None:
+        reserved = _reserve(budgets, write, job, now=now, grace=grace, rerun=rerun)
+        if isinstance(reserved, Dispatched):
+            return reserved
+        write = reserved
     try:
         if isinstance(write, DispatchBump):
             written = repository.bump_dispatch(write.job, write.now, write.sweep_at)

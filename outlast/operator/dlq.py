@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from outlast.operator.budgets import OperatorBudgets
 from outlast.operator.dispatch import AWS_ERRORS, Result, describe, dispatch
 from outlast.operator.plan import (
     DISPATCHING,
@@ -217,6 +218,7 @@ class Redrive:
         *,
         now: Callable[[], datetime],
         grace: timedelta,
+        budgets: OperatorBudgets | None,
     ) -> None:
         self._repository = repository
         self._payloads = payloads
@@ -224,6 +226,7 @@ class Redrive:
         self._hold = hold
         self._now = now
         self._grace = grace
+        self._budgets = budgets  # a redrive reserves the new run's tokens (None: a stack without budgets)
 
     def run(self, steps: Sequence[Step], report: Callable[[Outcome], None]) -> list[Outcome]:
         """Every step in plan order (a duplicate always after the message carrying its redrive)."""
@@ -262,6 +265,7 @@ class Redrive:
             grace=self._grace,
             trace_id=step.letter.trace_id,
             rerun="rerun",
+            budgets=self._budgets,
         )
         if sent.result is not Result.DONE:
             return Outcome(step, sent.result, sent.detail)

@@ -22,6 +22,7 @@ from shared import resources as r
 from shared.adapters.dynamo_items import INPUT_SORT_VALUE, RESULT_SORT_VALUE, deserialize, job_key, job_pk
 from shared.clock import from_iso, to_iso
 from shared.job import BlobLocation, JobInput, JobRecord, Usage
+from shared.payload_reads import input_of, result_of
 from shared.planner import plan_job
 from shared.ports import Lane
 
@@ -98,7 +99,7 @@ def inspect_job(target: Target, job_id: str, now: datetime, *, read_dlq: bool) -
         raise UnreadableJobError(f"the record of job {job_id} cannot be read ({unreadable})")
     if job is None:
         return None
-    job_input = target.payloads.get_input(job.job_id, job.input_location)
+    job_input = input_of(job, target.payloads)
     return Inspection(
         job=job,
         sweep=_sweep_entry(target, job_id),
@@ -153,6 +154,8 @@ def _sweep_entry(target: Target, job_id: str) -> SweepEntry | None:
 
 
 def _address(target: Target, job_id: str, location: BlobLocation, sort: str, prefix: str) -> str:
+    if location == "job":
+        return f"inside the job item ({r.PARTITION_KEY}={job_pk(job_id)} {r.SORT_KEY}=JOB)"
     if location == "s3":
         return f"s3://{target.resources.payload_bucket}/{prefix}{job_id}.json"
     return f"table {target.resources.jobs_table}, {r.PARTITION_KEY}={job_pk(job_id)} {r.SORT_KEY}={sort}"
@@ -205,7 +208,7 @@ def _input(target: Target, job: JobRecord, found: JobInput | None) -> Payload:
 def _result(target: Target, job: JobRecord) -> Payload | None:
     if job.result_location is None:
         return None
-    found = target.payloads.get_result(job.job_id, job.result_location)
+    found = result_of(job, target.payloads)
     address = _address(target, job.job_id, job.result_location, RESULT_SORT_VALUE, r.RESULT_PREFIX)
     return Payload(
         job.result_location,

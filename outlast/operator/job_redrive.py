@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from outlast.operator.budgets import OperatorBudgets
 from outlast.operator.dispatch import Result, dispatch
 from outlast.operator.dlq import read_job
 from outlast.operator.plan import DISPATCHING, Action, Decision, PlanOptions, decide_job, warnings_for
@@ -237,12 +238,14 @@ class JobsRedrive:
         *,
         now: Callable[[], datetime],
         grace: timedelta,
+        budgets: OperatorBudgets | None,
     ) -> None:
         self._repository = repository
         self._payloads = payloads
         self._queues = queues
         self._now = now
         self._grace = grace
+        self._budgets = budgets  # a redrive reserves the new run's tokens (None: a stack without budgets)
 
     def run(self, steps: Sequence[JobStep], report: Callable[[JobOutcome], None]) -> list[JobOutcome]:
         """Every step in plan order; `report` hears each outcome as it happens."""
@@ -266,5 +269,6 @@ class JobsRedrive:
             grace=self._grace,
             trace_id=None,
             rerun=f"rerun `outlast jobs redrive {step.job_id}`",
+            budgets=self._budgets,
         )
         return JobOutcome(step, sent.result, sent.detail, sent.lane)

@@ -17,6 +17,8 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.names import (
+    BUDGETS,
+    BUDGETS_TABLE,
     ISOLATION_DLQ,
     ISOLATION_QUEUE,
     JOBS_DLQ,
@@ -25,10 +27,17 @@ from infra.names import (
     OUTBOX,
     PAYLOAD_BUCKET,
     STORAGE,
+    WEBHOOKS,
+    WEBHOOKS_DLQ,
+    WEBHOOKS_QUEUE,
+    WEBHOOKS_TABLE,
     Output,
 )
+from outlast.operator.budgets import OperatorBudgets
 from shared.adapters.dynamo_errors import error_code
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.dynamodb_webhooks import DynamoEndpointStore
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.adapters.step_checkpoints import DynamoStepStore
@@ -59,6 +68,13 @@ class Resources:
     isolation_queue_url: str
     isolation_dlq_url: str
     payload_bucket: str
+    # Webhooks (None on a stack deployed before them: the webhooks commands say so).
+    webhooks_table: str | None = None
+    webhooks_queue_url: str | None = None
+    webhooks_dlq_url: str | None = None
+    # Token budgets; None for a stack deployed before them (its jobs reserve nothing).
+    budgets_table: str | None = None
+    default_monthly_tokens: int = 0
 
     def queue_url(self, lane: Lane) -> str:
         """The queue a lane's jobs are sent to."""
@@ -73,9 +89,17 @@ class Target:
     """One outlast installation: its resources and clients for them (made on first use)."""
 
     def __init__(
-        self, label: str, resources: Resources, clients: ClientFactory, receive_wait_seconds: int
+        self,
+        label: str,
+        resources: Resources,
+        clients: ClientFactory,
+        receive_wait_seconds: int,
+        *,
+        local: bool = False,
     ) -> None:
         self.label = label
+        # The local stack: webhook receivers on loopback over plain http are allowed there only.
+        self.local = local
         self.resources = resources
         self._clients = clients
         # AWS: a 1 s long poll, so an empty answer means an empty queue (a short poll samples only
@@ -110,6 +134,33 @@ class Target:
             lambda: self._clients("s3"),
             self.resources.jobs_table,
             self.resources.payload_bucket,
+        )
+
+    @cached_property
+    def webhooks(self) -> DynamoEndpointStore:
+        """The webhooks table (endpoints, secrets, deliveries), through the functions' own adapter."""
+        return DynamoEndpointStore(self.dynamodb, self.webhook_resources()[0])
+
+    def webhook_resources(self) -> tuple[str, str, str]:
+        """The webhooks table, queue URL and DLQ URL; TargetError on a stack without webhooks."""
+        found = (
+            self.resources.webhooks_table,
+            self.resources.webhooks_queue_url,
+            self.resources.webhooks_dlq_url,
+        )
+        if found[0] is None or found[1] is None or found[2] is None:
+            raise TargetError(f"the {self.label} has no webhooks (deployed before them? redeploy it)")
+        return found[0], found[1], found[2]
+
+    @cached_property
+    def budgets(self) -> OperatorBudgets | None:
+        """Token budgets through the functions' own ledger adapter (None: the stack has none)."""
+        if self.resources.budgets_table is None:
+            return None
+        return OperatorBudgets(
+            DynamoBudgetLedger(self.dynamodb, self.resources.budgets_table),
+            self.payloads,
+            self.resources.default_monthly_tokens,
         )
 
     @cached_property
@@ -167,8 +218,15 @@ def local_target(port: int) -> Target:
         isolation_queue_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_QUEUE),
         isolation_dlq_url=_by_logical_id(state["queues"], OUTBOX + ISOLATION_DLQ),
         payload_bucket=_by_logical_id(state["buckets"], STORAGE + PAYLOAD_BUCKET),
+        webhooks_table=_optional(state["tables"], WEBHOOKS + WEBHOOKS_TABLE),
+        webhooks_queue_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_QUEUE),
+        webhooks_dlq_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
+        budgets_table=_optional(state["tables"], BUDGETS + BUDGETS_TABLE),
+        default_monthly_tokens=int(state.get("outputs", {}).get(Output.DEFAULT_MONTHLY_TOKENS, 0)),
     )
-    return Target(f"local stack on port {port}", resources, lambda service: local_client(service, state), 0)
+    return Target(
+        f"local stack on port {port}", resources, lambda service: local_client(service, state), 0, local=True
+    )
 
 
 def _by_logical_id(names: Mapping[str, str], prefix: str) -> str:
@@ -177,6 +235,11 @@ def _by_logical_id(names: Mapping[str, str], prefix: str) -> str:
     if len(found) != 1:
         raise TargetError(f"the local stack's state has no single resource named {prefix}*")
     return found[0]
+
+
+def _optional(names: Mapping[str, str], prefix: str) -> str | None:
+    # A stack without webhooks serves every other command; the webhooks commands say what is missing.
+    return _by_logical_id(names, prefix) if any(lid.startswith(prefix) for lid in names) else None
 
 
 def stack_target(stack_name: str, *, region: str | None, profile: str | None) -> Target:
@@ -200,6 +263,11 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         isolation_queue_url=outputs[Output.ISOLATION_QUEUE_URL],
         isolation_dlq_url=outputs[Output.ISOLATION_DLQ_URL],
         payload_bucket=outputs[Output.PAYLOAD_BUCKET_NAME],
+        webhooks_table=outputs.get(Output.WEBHOOKS_TABLE_NAME),
+        webhooks_queue_url=outputs.get(Output.WEBHOOKS_QUEUE_URL),
+        webhooks_dlq_url=outputs.get(Output.WEBHOOKS_DLQ_URL),
+        budgets_table=outputs.get(Output.BUDGETS_TABLE_NAME),
+        default_monthly_tokens=int(outputs.get(Output.DEFAULT_MONTHLY_TOKENS, "0")),
     )
 
     def clients(service: str) -> Any:

@@ -11,9 +11,10 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from shared import resources as r
+from shared.adapters.item_size import item_size
 from shared.clock import epoch_seconds, from_iso, to_iso
 from shared.contract import Operation
-from shared.job import IdempotencyRecord, JobError, JobRecord, Usage
+from shared.job import BudgetHold, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.planner import PlanParameters
 
@@ -21,6 +22,10 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 JOB_SORT_VALUE = "JOB"
+INPUT_BODY_ATTRIBUTE = "input"
+RESULT_BODY_ATTRIBUTE = "result"
+JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
+_LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
 INPUT_SORT_VALUE = "INPUT"
 RESULT_SORT_VALUE = "RESULT"
 
@@ -28,6 +33,11 @@ RESULT_SORT_VALUE = "RESULT"
 def job_pk(job_id: str) -> str:
     """The partition holding a job, its input and its result."""
     return f"JOB#{job_id}"
+
+
+def job_id_of(item: Mapping[str, Any]) -> str:
+    """The job id of a raw item of a job's partition: its key, the one place the id is stored."""
+    return str(item[r.PARTITION_KEY]["S"]).removeprefix("JOB#")
 
 
 def job_key(job_id: str) -> dict[str, Any]:
@@ -70,26 +80,24 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         r.PARTITION_KEY: job_pk(job.job_id),
         r.SORT_KEY: JOB_SORT_VALUE,
         r.TYPE_ATTRIBUTE: r.JOB_ITEM_TYPE,
-        "jobId": job.job_id,
-        # The owner is stored once, as the list index's partition key: tenant and sub never
-        # hold '#' (shared.identity), so the key splits back into both. Every byte here is
-        # rewritten on each transition.
+        # Every byte here is paid for again at each write of the job, so nothing is stored
+        # twice: the job id is in the key, the submission time and sequence id are the list key
+        # (createdAt#sequenceId), and the owner is the list index's partition key (tenant and
+        # sub never hold '#', shared.identity, so it splits back into both).
         r.LIST_INDEX_PARTITION: job.owner_key,
         r.LIST_INDEX_SORT: list_key(job.created_at, job.sequence_id),
-        "sequenceId": job.sequence_id,
         "operation": job.operation.value,
         "status": job.status.value,
-        "createdAt": to_iso(job.created_at),
         "updatedAt": to_iso(job.updated_at),
         "expiresAt": to_iso(job.expires_at),
         r.TTL_ATTRIBUTE: epoch_seconds(job.expires_at),
-        "attempts": job.attempts,
+        "attempts": job.attempts or None,
         "maxAttempts": job.max_attempts,
         "model": job.model,
         "promptVersion": job.prompt_version,
         "inputLocation": job.input_location,
         "dispatchAt": to_iso(job.dispatch_at),
-        "redriveCount": job.redrive_count,
+        "redriveCount": job.redrive_count or None,
         "cancelRequestedAt": _optional_iso(job.cancel_requested_at),
         "leaseToken": job.lease_token,
         "leaseExpiresAt": _optional_iso(job.lease_expires_at),
@@ -101,7 +109,11 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         "stalls": job.stalls or None,
         "crashes": job.crashes or None,
         "completedSteps": job.completed_steps or None,
-        "totalSteps": job.total_steps,
+        "totalSteps": job.total_steps if job.total_steps != 1 else None,
+        # A small input rides in the job item (it stays within one write unit: fits_in_job_item)
+        # until the job ends; a small result from the terminal write on.
+        INPUT_BODY_ATTRIBUTE: job.input_body,
+        RESULT_BODY_ATTRIBUTE: job.result_body,
         **plan_to_values(job.plan),
         "solo": True if job.solo else None,
         "isolated": True if job.isolated else None,
@@ -110,6 +122,7 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
     if job.usage is not None:
         values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
+    values.update(budget_to_values(job.budget))
     if sweep_at is not None:
         values.update(
             {r.SWEEP_INDEX_PARTITION: sweep_shard(job.job_id), r.SWEEP_INDEX_SORT: to_iso(sweep_at)}
@@ -128,11 +141,12 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         if "inputTokens" in values
         else None
     )
+    created_at, _, _ = str(values[r.LIST_INDEX_SORT]).partition("#")
     return {
-        "job_id": values["jobId"],
+        "job_id": str(values[r.PARTITION_KEY]).removeprefix("JOB#"),
         "status": JobStatus(values["status"]),
         "operation": Operation(values["operation"]),
-        "created_at": from_iso(values["createdAt"]),
+        "created_at": from_iso(created_at),
         "updated_at": from_iso(values["updatedAt"]),
         "expires_at": from_iso(values["expiresAt"]),
         "attempts": values.get("attempts", 0),
@@ -143,6 +157,7 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "cancel_requested_at": _optional_time(values.get("cancelRequestedAt")),
         "error": error,
         "usage": usage,
+        "budget": budget_from_values(values),
     }
 
 
@@ -154,7 +169,7 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         **_summary_fields(values),
         tenant=tenant,
         owner=owner,
-        sequence_id=values["sequenceId"],
+        sequence_id=str(values[r.LIST_INDEX_SORT]).partition("#")[2],
         model=values["model"],
         prompt_version=values["promptVersion"],
         input_location=values["inputLocation"],
@@ -168,7 +183,54 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         plan=plan_from_values(values),
         solo=bool(values.get("solo", False)),
         isolated=bool(values.get("isolated", False)),
+        input_body=values.get(INPUT_BODY_ATTRIBUTE),
+        result_body=values.get(RESULT_BODY_ATTRIBUTE),
     )
+
+
+def fits_in_job_item(
+    job: JobRecord, *, input_body: str | None = None, result_body: str | None = None
+) -> bool:
+    """True when the job item holding this payload stays within one write unit at the largest it
+    grows while holding it (DESIGN.md, "Cost discipline": every write is billed on the whole item).
+
+    An input is held from the submit to the terminal write, through claims with their lease,
+    retries, a crash count, a cancel request and progress; a result from the terminal write on,
+    when the lease is gone and the usage is known.
+    """
+    if input_body is not None:
+        grown = job.model_copy(
+            update={
+                "input_body": input_body,
+                "lease_token": "f" * 32,
+                "lease_expires_at": job.expires_at,
+                "cancel_requested_at": job.expires_at,
+                "attempts": 99,
+                "stalls": 99,
+                "crashes": 9,
+                "solo": True,
+                "isolated": True,
+                "redrive_count": 99,
+                "revision": 99_999,
+                "completed_steps": 9_999,
+                "usage": _LARGEST_USAGE,
+            }
+        )
+    else:
+        grown = job.model_copy(
+            update={
+                "input_body": None,
+                "result_body": result_body,
+                "result_location": "job",
+                "lease_token": None,
+                "lease_expires_at": None,
+                "usage": _LARGEST_USAGE,
+                "revision": max(job.revision, 99_999),
+            }
+        )
+    # The kind of write (`w`) and the sweeper keys the submit writes count too.
+    size = item_size(job_to_item(grown, sweep_at=grown.expires_at)) + len("terminal")
+    return size <= JOB_ITEM_LIMIT_BYTES
 
 
 def idempotency_key(scope_hash: str) -> dict[str, Any]:
@@ -211,6 +273,34 @@ def idempotency_from_item(item: Mapping[str, Any]) -> IdempotencyRecord:
         max_attempts=values["maxAttempts"],
         job_expires_at=from_iso(values["jobExpiresAt"]),
         plan=plan_from_values(values),
+    )
+
+
+def budget_to_values(hold: BudgetHold | None) -> dict[str, Any]:
+    """A run's budget hold as job attributes (none for a tenant without a limit; zeros left out)."""
+    if hold is None:
+        return {}
+    return {
+        "budgetPeriod": hold.period,
+        "budgetTokens": hold.tokens,
+        "budgetBase": hold.base_tokens or None,
+        "budgetRun": hold.run or None,
+    }
+
+
+# Every attribute of a budget hold: an operator redrive that reserves nothing removes them all.
+BUDGET_ATTRIBUTES = ("budgetPeriod", "budgetTokens", "budgetBase", "budgetRun")
+
+
+def budget_from_values(values: Mapping[str, Any]) -> BudgetHold | None:
+    """The budget hold a job item carries, or None."""
+    if "budgetPeriod" not in values:
+        return None
+    return BudgetHold(
+        period=values["budgetPeriod"],
+        tokens=values["budgetTokens"],
+        base_tokens=values.get("budgetBase", 0),
+        run=values.get("budgetRun", 0),
     )
 
 

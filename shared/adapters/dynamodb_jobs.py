@@ -10,6 +10,11 @@ from botocore.exceptions import ClientError
 from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
+    BUDGET_ATTRIBUTES,
+    INPUT_BODY_ATTRIBUTE,
+    RESULT_BODY_ATTRIBUTE,
+    budget_to_values,
+    fits_in_job_item,
     idempotency_from_item,
     idempotency_key,
     idempotency_to_item,
@@ -102,6 +107,12 @@ class DynamoJobRepository:
             # Already gone (TTL), or another submit's claim by now: nothing of ours is left.
             if error_code(error) != _CONDITION_FAILED:
                 raise
+
+    def fits_in_job_item(
+        self, job: JobRecord, *, input_body: str | None = None, result_body: str | None = None
+    ) -> bool:
+        """The job item's size rules (shared.adapters.dynamo_items.fits_in_job_item)."""
+        return fits_in_job_item(job, input_body=input_body, result_body=result_body)
 
     def create_job(self, job: JobRecord, sweep_at: datetime) -> bool:
         """Write the job item unless it exists; its INSERT on the stream is what starts the work."""
@@ -316,6 +327,8 @@ def _transition_update(t: Transition) -> UpdateBuilder:
         _renew(update)
     else:
         _lease_accounting(update, t)
+    if t.operator_redrive:
+        _new_run_budget(update, t)
     if t.new_lease is not None:
         update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
     elif t.target not in _LEASE_STATUSES:
@@ -325,10 +338,11 @@ def _transition_update(t: Transition) -> UpdateBuilder:
 
 
 def _count_claim(update: UpdateBuilder, t: Transition) -> None:
-    """attempts + 1 and stalls + 1 while stalls < maxAttempts (stalls is absent until the first claim)."""
+    """attempts + 1 and stalls + 1 while stalls < maxAttempts."""
     attempts, stalls = update.name("attempts"), update.name("stalls")
     update.require(f"attribute_not_exists({stalls}) OR {stalls} < {update.name('maxAttempts')}")
-    update.set_expression("attempts", f"{attempts} + {update.value(1)}")
+    # Both are absent until the first claim (the submit writes no zeros: every byte is billed).
+    update.set_expression("attempts", f"if_not_exists({attempts}, {update.value(0)}) + {update.value(1)}")
     update.set_expression("stalls", f"if_not_exists({stalls}, {update.value(0)}) + {update.value(1)}")
     if t.solo:
         update.set("solo", True)
@@ -347,6 +361,23 @@ def _renew(update: UpdateBuilder) -> None:
     update.remove("errorCode", "errorMessage", "resultLocation", "isolated", "solo")
 
 
+def _new_run_budget(update: UpdateBuilder, t: Transition) -> None:
+    """The redriven run's budget hold replaces the ended run's (which was settled before), only
+    while the job is still in the run the hold's reservation was made after."""
+    if t.require_redrive_count is not None:
+        redrives = update.name("redriveCount")
+        same = f"{redrives} = {update.value(t.require_redrive_count)}"
+        update.require(
+            f"attribute_not_exists({redrives}) OR {same}" if t.require_redrive_count == 0 else same
+        )
+    values = budget_to_values(t.budget)
+    for attribute in BUDGET_ATTRIBUTES:
+        if values.get(attribute) is not None:
+            update.set(attribute, values[attribute])
+        else:
+            update.remove(attribute)
+
+
 def _lease_accounting(update: UpdateBuilder, t: Transition) -> None:
     """What an expired lease changes (shared.leases)."""
     if t.isolate:
@@ -362,13 +393,10 @@ def _lease_accounting(update: UpdateBuilder, t: Transition) -> None:
 
 def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
     if t.target in TERMINAL:
-        update.remove(r.SWEEP_INDEX_PARTITION, r.SWEEP_INDEX_SORT)
+        # An input carried in the job item ends with the job (a Failed one was copied out first).
+        update.remove(r.SWEEP_INDEX_PARTITION, r.SWEEP_INDEX_SORT, INPUT_BODY_ATTRIBUTE)
     elif t.sweep_at is not None:
         update.set(r.SWEEP_INDEX_PARTITION, sweep_shard(t.job_id)).set(r.SWEEP_INDEX_SORT, to_iso(t.sweep_at))
-    if t.dispatch_at is not None:
-        update.set("dispatchAt", to_iso(t.dispatch_at))
-    if t.cancel_requested_at is not None:
-        update.set("cancelRequestedAt", to_iso(t.cancel_requested_at))
     if t.error is not None:
         update.set("errorCode", t.error.code).set("errorMessage", t.error.message)
     if t.usage_total is not None:
@@ -376,5 +404,13 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
     elif t.usage is not None:
         # Tokens add up over attempts: a retried call costs again, and the job says so.
         update.add("inputTokens", t.usage.input_tokens).add("outputTokens", t.usage.output_tokens)
-    if t.result_location is not None:
-        update.set("resultLocation", t.result_location)
+    optional = {
+        "dispatchAt": to_iso(t.dispatch_at) if t.dispatch_at is not None else None,
+        "cancelRequestedAt": to_iso(t.cancel_requested_at) if t.cancel_requested_at is not None else None,
+        "resultLocation": t.result_location,
+        RESULT_BODY_ATTRIBUTE: t.result_body,
+        "inputLocation": t.input_location,
+    }
+    for attribute, value in optional.items():
+        if value is not None:
+            update.set(attribute, value)

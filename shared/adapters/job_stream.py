@@ -44,4 +44,5 @@ def job_change(record: Mapping[str, Any]) -> JobChange | None:
         revision=job.revision,
         write_kind=str(image.get(r.WRITE_KIND_ATTRIBUTE, {}).get("S", "")),
         document=job.status_document(),
+        redrive_count=job.redrive_count,
     )

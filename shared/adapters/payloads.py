@@ -81,8 +81,9 @@ class DynamoS3PayloadStore:
         return JobInput.model_validate_json(body) if body is not None else None
 
     def set_input_expiry(self, job_id: str, location: BlobLocation, at: datetime) -> None:
-        """Let TTL delete the input item at `at`; S3 inputs age out by the bucket lifecycle."""
-        if location == "s3":
+        """Let TTL delete the input item at `at`; S3 inputs age out by the bucket lifecycle, and an
+        input in the job item ends with the job's terminal write."""
+        if location != "item":
             return
         try:
             with storage_errors():
@@ -125,6 +126,8 @@ class DynamoS3PayloadStore:
         return None
 
     def _put(self, kind: _Kind, job_id: str, body: str, location: BlobLocation, expires_at: datetime) -> bool:
+        if location == "job":
+            raise ValueError("a payload in the job item is written with the job item")
         """Write once; True when this call wrote it. A payload never changes after it exists, so
         a repeat (a replayed submit, a second worker after a lost lease) can neither reset its
         retention nor replace it."""
@@ -172,6 +175,8 @@ class DynamoS3PayloadStore:
                 return
 
     def _get(self, kind: _Kind, job_id: str, location: BlobLocation) -> str | None:
+        if location == "job":
+            raise ValueError("a payload in the job item is read from the job record (JobRecord.inline_*)")
         if location == "s3":
             try:
                 with storage_errors():

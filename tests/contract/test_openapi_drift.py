@@ -21,8 +21,18 @@ def test_every_route_of_the_contract_is_documented() -> None:
         "/v1/jobs/{job_id}/result",
         "/v1/jobs/{job_id}/cancellation",
         "/v1/realtime/tickets",
+        "/v1/budget",
     }
     assert set(paths["/v1/jobs"]) == {"get", "post"}
+    assert set(paths["/v1/budget"]) == {"get"}
+
+
+def test_a_budget_refusal_is_a_documented_403_without_retry_after() -> None:
+    answers = build_document()["paths"]["/v1/jobs"]["post"]["responses"]
+
+    assert "budget_exceeded" in answers["403"]["description"]
+    assert "application/problem+json" in answers["403"]["content"]
+    assert "headers" not in answers["403"]
 
 
 def test_no_status_is_documented_that_the_code_never_sends() -> None:

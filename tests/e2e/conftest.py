@@ -13,7 +13,10 @@ import pytest
 from outlast.chaos.target import FAST_CONTEXT
 from tests.support.local_stack import PROJECT_ROOT, RunningStack, start_stack, stop_stack
 
-E2E_CONTEXT = FAST_CONTEXT  # short leases and grace periods; the chaos driver uses the same
+# Short leases and grace periods (the chaos driver uses the same), and the webhook retry schedule
+# shrunk from 5 s ... 10 h to 1 s ... 4 s, so that seven attempts end on the DLQ within seconds.
+WEBHOOK_RETRY_SCALE = "0.0001"
+E2E_CONTEXT = {**FAST_CONTEXT, "webhookRetryScale": WEBHOOK_RETRY_SCALE}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

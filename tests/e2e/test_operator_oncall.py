@@ -53,6 +53,7 @@ from shared.clock import to_iso, truncate_to_millis
 from shared.contract import Operation
 from shared.job import Caller, JobInput, JobRecord
 from shared.lifecycle import JobStatus
+from shared.payload_reads import result_of
 from shared.ports import JobMessage
 from shared.prompts import template_for
 from tests.support.jobs import new_job
@@ -342,8 +343,8 @@ def test_a_succeeded_jobs_stray_message_is_dropped_without_a_model_call(scene: S
     # Given the Succeeded job's record and result, and its one model call
     item = scene.item(scene.done_id)
     job = scene.job(scene.done_id)
-    assert job.result_location is not None
-    result = scene.target.payloads.get_result(scene.done_id, job.result_location)
+    result = result_of(job, scene.target.payloads)
+    assert result is not None
     assert scene.model_calls(scene.done_id) == [200]
 
     # When its stray message is redriven
@@ -355,7 +356,7 @@ def test_a_succeeded_jobs_stray_message_is_dropped_without_a_model_call(scene: S
     assert scene.dlq_ids_of(scene.done_id) == set()
     time.sleep(3)  # a message sent by mistake would have been claimed by now
     assert scene.item(scene.done_id) == item
-    assert scene.target.payloads.get_result(scene.done_id, job.result_location) == result
+    assert result_of(scene.job(scene.done_id), scene.target.payloads) == result
     assert scene.model_calls(scene.done_id) == [200]
 
 

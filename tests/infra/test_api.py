@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match
 from infra.names import (
     API,
     AUTH,
+    BUDGETS,
     CORS_ALLOW_HEADERS,
     CORS_EXPOSE_HEADERS,
     HTTP_API,
@@ -17,6 +18,7 @@ from infra.names import (
     ROUTES,
     USER_POOL,
     USER_POOL_CLIENT,
+    FunctionName,
 )
 
 pytestmark = pytest.mark.infra
@@ -34,13 +36,13 @@ def test_every_route_requires_the_jwt_authorizer(synthesized):
         assert route["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
 
 
-def test_the_six_routes_exist_and_nothing_else(synthesized):
+def test_the_seven_routes_exist_and_nothing_else(synthesized):
     routes = synthesized.of_api("AWS::ApiGatewayV2::Route", API, HTTP_API)
     keys = {r["Properties"]["RouteKey"] for r in routes.values()}
 
     assert keys == {route.key for route in ROUTES}
-    assert "POST /v1/realtime/tickets" in keys
-    assert len(ROUTES) == 6
+    assert {"POST /v1/realtime/tickets", "GET /v1/budget"} <= keys
+    assert len(ROUTES) == 7
 
 
 def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
@@ -62,10 +64,9 @@ def test_authorizer_accepts_id_tokens_of_the_user_pool_client(synthesized):
 
 def test_routes_go_to_their_functions_with_payload_format_2(synthesized):
     integrations = synthesized.of_api("AWS::ApiGatewayV2::Integration", API, HTTP_API)
+    homes = {FunctionName.TICKETS: REALTIME, FunctionName.BUDGET: BUDGETS}
     functions = {
-        name: synthesized.logical_id(
-            API if name.value != "tickets" else REALTIME, f"{name.construct_id}Function"
-        )
+        name: synthesized.logical_id(homes.get(name, API), f"{name.construct_id}Function")
         for name in {r.function for r in ROUTES}
     }
 

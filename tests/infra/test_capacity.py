@@ -8,13 +8,29 @@ import pytest
 from pydantic import ValidationError
 
 from infra.config import CapacityMode, StageConfig
-from infra.names import CONNECTIONS_TABLE, IDEMPOTENCY_TABLE, JOBS_TABLE, REALTIME, STORAGE
+from infra.names import (
+    BUDGETS,
+    BUDGETS_TABLE,
+    CONNECTIONS_TABLE,
+    IDEMPOTENCY_TABLE,
+    JOBS_TABLE,
+    REALTIME,
+    STORAGE,
+    WEBHOOKS,
+    WEBHOOKS_TABLE,
+)
 from shared import resources as r
 from tests.infra.conftest import PROVISIONED_CONTEXT, Synthesized
 
 pytestmark = pytest.mark.infra
 
-TABLES = [(STORAGE, JOBS_TABLE), (STORAGE, IDEMPOTENCY_TABLE), (REALTIME, CONNECTIONS_TABLE)]
+TABLES = [
+    (STORAGE, JOBS_TABLE),
+    (STORAGE, IDEMPOTENCY_TABLE),
+    (REALTIME, CONNECTIONS_TABLE),
+    (BUDGETS, BUDGETS_TABLE),
+    (WEBHOOKS, WEBHOOKS_TABLE),
+]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"
 
@@ -66,14 +82,23 @@ def test_provisioned_tables_and_indexes_start_at_the_minimum(synthesized_provisi
 def test_provisioned_mode_auto_scales_every_table_and_index_in_both_dimensions(synthesized_provisioned):
     # Given a stage with billingMode=provisioned
     targets = _targets(synthesized_provisioned)
-    jobs = synthesized_provisioned.logical_id(STORAGE, JOBS_TABLE)
+    indexes = [
+        ((STORAGE, JOBS_TABLE), r.LIST_INDEX),
+        ((STORAGE, JOBS_TABLE), r.SWEEP_INDEX),
+        ((BUDGETS, BUDGETS_TABLE), r.BUDGET_CHECK_INDEX),
+        ((WEBHOOKS, WEBHOOKS_TABLE), r.WEBHOOKS_TENANT_INDEX),
+    ]
     expected = {
         (synthesized_provisioned.logical_id(*path), "", f"dynamodb:table:{dimension}CapacityUnits")
         for path in TABLES
         for dimension in ("Read", "Write")
     } | {
-        (jobs, f"/index/{index}", f"dynamodb:index:{dimension}CapacityUnits")
-        for index in (r.LIST_INDEX, r.SWEEP_INDEX)
+        (
+            synthesized_provisioned.logical_id(*path),
+            f"/index/{index}",
+            f"dynamodb:index:{dimension}CapacityUnits",
+        )
+        for path, index in indexes
         for dimension in ("Read", "Write")
     }
 

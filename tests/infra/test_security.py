@@ -11,6 +11,8 @@ from infra.app import build_app
 from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
+    BUDGETS,
+    BUDGETS_TABLE,
     CONNECTIONS_TABLE,
     CURSOR_SECRET,
     IDEMPOTENCY_TABLE,
@@ -28,6 +30,10 @@ from infra.names import (
     ROLE_SUFFIX,
     STORAGE,
     SWEEPER,
+    WEBHOOKS,
+    WEBHOOKS_DLQ,
+    WEBHOOKS_QUEUE,
+    WEBHOOKS_TABLE,
     WEBSOCKET_API,
     WORKER,
     FunctionName,
@@ -49,6 +55,8 @@ HOME = {
     FunctionName.WS_CONNECTIONS: REALTIME,
     FunctionName.WS_MESSAGES: REALTIME,
     FunctionName.NOTIFIER: REALTIME,
+    FunctionName.WEBHOOK_SENDER: WEBHOOKS,
+    FunctionName.BUDGET: BUDGETS,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -67,6 +75,10 @@ STORAGE_RESOURCES = {
     "connections": (REALTIME, CONNECTIONS_TABLE),
     "notifier_failures": (REALTIME, NOTIFIER_FAILURE_QUEUE),
     "websocket": (REALTIME, WEBSOCKET_API),
+    "webhooks": (WEBHOOKS, WEBHOOKS_TABLE),
+    "webhooks_queue": (WEBHOOKS, WEBHOOKS_QUEUE),
+    "webhooks_dlq": (WEBHOOKS, WEBHOOKS_DLQ),
+    "budgets": (BUDGETS, BUDGETS_TABLE),
 }
 
 # Exactly what each role may do, per resource (besides writing its own logs and X-Ray).
@@ -75,11 +87,15 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:PutItem", "dynamodb:GetItem"},
         "idempotency": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "bucket": {"s3:PutObject"},
+        # The budget read, then the reservation and its counter in one transaction; no Delete:
+        # submit can never settle or release anything.
+        "budgets": {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
     },
     FunctionName.STATUS: {
         "jobs": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         "bucket": {"s3:GetObject", "s3:ListBucket"},
         "cursor": {"secretsmanager:GetSecretValue"},
+        "budgets": {"dynamodb:BatchGetItem"},  # whether ended jobs' reservations are settled: reads only
     },
     FunctionName.RELAY: {
         "jobs": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"},
@@ -111,6 +127,8 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "jobs": {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"},
         "queue": {"sqs:SendMessage"},
         "isolation": {"sqs:SendMessage"},
+        # Open reservations by their index; defer (UpdateItem); settle or release (Delete + Update).
+        "budgets": {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
     },
     FunctionName.TICKETS: {"connections": {"dynamodb:PutItem"}},
     # Takes a ticket with one conditional delete, and nothing else.
@@ -125,7 +143,26 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
         "connections": {"dynamodb:Query", "dynamodb:DeleteItem"},
         "websocket": {"execute-api:ManageConnections"},
         "notifier_failures": {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"},
+        # Settlement: the reservation's conditional Delete and the counter's Update; no Put, so the
+        # notifier can never make a reservation.
+        "budgets": {"dynamodb:DeleteItem", "dynamodb:UpdateItem"},
+        # The tenant index only (test_webhooks: no table ARN, no secret projected), and enqueue.
+        "webhooks": {"dynamodb:Query"},
+        "webhooks_queue": {"sqs:SendMessage"},
     },
+    FunctionName.WEBHOOK_SENDER: {
+        "webhooks": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        "webhooks_queue": {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:GetQueueAttributes",
+            "sqs:GetQueueUrl",
+        },
+        "webhooks_dlq": {"sqs:SendMessage"},
+    },
+    # Reads its caller's tenant's limit and counter, nothing else.
+    FunctionName.BUDGET: {"budgets": {"dynamodb:BatchGetItem"}},
 }
 
 # Exactly the variables each function's settings read (besides Powertools').
@@ -134,6 +171,8 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_JOBS_TABLE,
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
+        r.ENV_BUDGETS_TABLE,
+        "DEFAULT_MONTHLY_TOKENS",
         "SUBMITS_PER_MINUTE",
         "MAX_ATTEMPTS",
         "DEFAULT_MODEL",
@@ -143,6 +182,7 @@ EXPECTED_ENVIRONMENT = {
         "IDEMPOTENCY_TTL_HOURS",
         "INPUT_RETENTION_HOURS",
         "SWEEP_LOOK_SECONDS",
+        "DISPATCH_GRACE_SECONDS",  # when the sweeper first looks at a new job's budget reservation
         "PLAN_VERSION",
         "CHUNK_TOKENS",
         "STEP_OUTPUT_TOKENS",
@@ -152,6 +192,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_CURSOR_SECRET,
+        r.ENV_BUDGETS_TABLE,
         "POLL_AFTER_SECONDS",
         "INPUT_RETENTION_HOURS",
     },
@@ -182,6 +223,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_JOBS_QUEUE_URL,
         r.ENV_ISOLATION_QUEUE_URL,
+        r.ENV_BUDGETS_TABLE,
         "DISPATCH_GRACE_SECONDS",
         "SWEEP_LOOK_SECONDS",
         "LEASE_SECONDS",
@@ -192,7 +234,21 @@ EXPECTED_ENVIRONMENT = {
     FunctionName.WS_AUTHORIZER: {r.ENV_CONNECTIONS_TABLE},
     FunctionName.WS_CONNECTIONS: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
     FunctionName.WS_MESSAGES: set(),
-    FunctionName.NOTIFIER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
+    FunctionName.NOTIFIER: {
+        r.ENV_CONNECTIONS_TABLE,
+        r.ENV_CONNECTIONS_ENDPOINT,
+        r.ENV_WEBHOOKS_TABLE,
+        r.ENV_WEBHOOKS_QUEUE_URL,
+        r.ENV_BUDGETS_TABLE,
+    },
+    FunctionName.WEBHOOK_SENDER: {
+        r.ENV_WEBHOOKS_TABLE,
+        r.ENV_WEBHOOKS_QUEUE_URL,
+        r.ENV_WEBHOOKS_DLQ_URL,
+        r.ENV_WEBHOOK_RETRY_SCALE,
+        r.ENV_WEBHOOK_LOCAL_EGRESS,
+    },
+    FunctionName.BUDGET: {r.ENV_BUDGETS_TABLE, "DEFAULT_MONTHLY_TOKENS"},
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
@@ -201,7 +257,13 @@ POWERTOOLS_TRACED = {"POWERTOOLS_TRACER_CAPTURE_RESPONSE"}
 POWERTOOLS_UNTRACED = {"POWERTOOLS_TRACE_DISABLED"}
 # X-Ray on the asynchronous functions; the API-facing ones (the HTTP API's and the WebSocket API's:
 # neither sends a trace header) only with `apiTracing`, which the shared synth leaves at its default.
-TRACED = {FunctionName.RELAY, FunctionName.WORKER, FunctionName.SWEEPER, FunctionName.NOTIFIER}
+TRACED = {
+    FunctionName.RELAY,
+    FunctionName.WORKER,
+    FunctionName.SWEEPER,
+    FunctionName.NOTIFIER,
+    FunctionName.WEBHOOK_SENDER,
+}
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 
@@ -415,7 +477,7 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 6
+    assert len(queues) == 8  # jobs, isolation and webhooks with their DLQs, two failure queues
     assert protected == set(queues)
     for queue in queues.values():
         assert (

@@ -40,6 +40,14 @@ Reply = tuple[int, dict[str, str], Any]
 # A scripted answer: a reply, "drop" (the request arrives, no answer leaves) or "answer" (as usual).
 Fault = Reply | Literal["drop", "answer"]
 UNAUTHORIZED: Reply = (401, {}, {"message": "Unauthorized"})
+BUDGET = {
+    "period": "2024-05",
+    "limitTokens": 1_000_000,
+    "usedTokens": 120_500,
+    "reservedTokens": 9_000,
+    "remainingTokens": 870_500,
+    "resetsAt": "2024-06-01T00:00:00.000Z",
+}
 
 
 def status_document(job_id: str, status: str, attempts: int = 1) -> dict[str, Any]:
@@ -140,7 +148,7 @@ class FakeApi:
             return 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}, {"message": "Unauthorized"}
         parts = request.path.strip("/").split("/")
         if parts[:2] != ["v1", "jobs"]:
-            return 404, {}, {"message": "Not Found"}
+            return (200, {}, BUDGET) if parts == ["v1", "budget"] else (404, {}, {"message": "Not Found"})
         if len(parts) == 2:
             return self._submit(request) if request.method == "POST" else self._list(request)
         job = self.jobs.get(parts[2])
@@ -709,3 +717,29 @@ def test_a_refused_connection_says_how_to_start_the_local_stack(capsys, monkeypa
     assert f"cannot reach API at http://127.0.0.1:{port}" in err
     assert "outlast local up" in err
     assert "Traceback" not in err
+
+
+def test_budget_shows_the_tenants_budget(api, capsys):
+    code, out, _ = run(capsys, "budget")
+
+    assert code == jobs.EXIT_OK
+    assert [request.path for request in api.seen("GET", "/v1/budget")] == ["/v1/budget"]
+    assert "budget 2024-05 (resets 2024-06-01 00:00:00Z)" in out
+    assert "limit      1,000,000 tokens" in out
+    assert "reserved   9,000" in out
+    assert "remaining  870,500" in out
+
+    code, out, _ = run(capsys, "budget", "--json")
+    assert (code, one_document(out)) == (jobs.EXIT_OK, BUDGET)
+
+
+def test_a_budget_refusal_shows_the_problem_and_makes_no_job(api, capsys):
+    detail = "This job may use up to 9,000 tokens, and 10 of the tenant's 1,000 monthly tokens are left."
+    api.faults["POST"] = [problem(403, "budget_exceeded", "The tenant's token budget is exhausted", detail)]
+
+    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+
+    assert code == jobs.EXIT_ERROR
+    assert "budget_exceeded" in err
+    assert detail in err
+    assert len(api.seen("POST")) == 1  # a 403 is not retried

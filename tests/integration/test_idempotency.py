@@ -16,6 +16,7 @@ from shared.adapters.payloads import DynamoS3PayloadStore
 from tests.support.answers import (
     QUIET_METRICS,
     SUMMARIZE,
+    SUMMARIZE_APART,
     accepted,
     assert_problem,
     call_status,
@@ -84,13 +85,14 @@ def test_a_replay_shows_where_the_job_stands_now(storage: Storage) -> None:
 
 
 def test_a_replay_leaves_a_finished_jobs_input_to_expire(storage: Storage) -> None:
-    # Given a job accepted, then canceled: its input now lives 24 h more, not the job's 30 days
-    job_id = accepted(call_submit(submit_event(SUMMARIZE, key="order-1")))
+    # Given a job (its input stored apart) accepted, then canceled: its input now lives 24 h more,
+    # not the job's 30 days
+    job_id = accepted(call_submit(submit_event(SUMMARIZE_APART, key="order-1")))
     assert call_status(job_event("cancel", job_id)).status == 200
     expiry_after_cancel = (storage.item(job_id, "INPUT") or {})[r.TTL_ATTRIBUTE]
 
     # When the client retries the submit (DESIGN.md: steps 2-3 repeat *conditionally*)
-    assert accepted(call_submit(submit_event(SUMMARIZE, key="order-1"))) == job_id
+    assert accepted(call_submit(submit_event(SUMMARIZE_APART, key="order-1"))) == job_id
 
     # Then the input's expiry is still the one the cancel set ("inputs 24 h after the job ends")
     assert (storage.item(job_id, "INPUT") or {})[r.TTL_ATTRIBUTE] == expiry_after_cancel
@@ -214,9 +216,10 @@ def test_concurrent_identical_submits_get_one_job(storage: Storage) -> None:
 def test_a_retry_completes_a_submit_that_crashed_between_writes(
     storage: Storage, monkeypatch: pytest.MonkeyPatch, owner: type, method: str
 ) -> None:
-    # Given a submit that crashes after its idempotency claim, before the job exists
+    # Given a submit (of an input stored apart) that crashes after its idempotency claim, before
+    # the job exists
     calls = fail_once(monkeypatch, owner, method)
-    crashed = call_submit(submit_event(SUMMARIZE, key="order-1"))
+    crashed = call_submit(submit_event(SUMMARIZE_APART, key="order-1"))
 
     # Then the caller gets a 500 problem with no trace of the failure, and no job exists yet
     assert calls == [1]
@@ -226,7 +229,7 @@ def test_a_retry_completes_a_submit_that_crashed_between_writes(
     (claim,) = storage.idempotency_items()
 
     # When the client retries with the same key
-    retried = call_submit(submit_event(SUMMARIZE, key="order-1"))
+    retried = call_submit(submit_event(SUMMARIZE_APART, key="order-1"))
 
     # Then the claimed job is completed: the same id, one job, its input in place
     job_id = accepted(retried)

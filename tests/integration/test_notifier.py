@@ -29,7 +29,7 @@ from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.realtime import Connection
 from tests.support import jobs
-from tests.support.aws import REGION, create_connections_table
+from tests.support.aws import REGION, create_connections_table, create_webhooks_queues, create_webhooks_table
 from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
@@ -78,6 +78,9 @@ def sockets(resources: TestResources, monkeypatch: pytest.MonkeyPatch) -> Iterat
     management = ManagementApi(registry, log=lambda _line: None).start()
     monkeypatch.setenv(r.ENV_CONNECTIONS_TABLE, table)
     monkeypatch.setenv(r.ENV_CONNECTIONS_ENDPOINT, management.url)
+    # No endpoint is registered: these tests are about the pushes (test_webhook_notifier: webhooks).
+    monkeypatch.setenv(r.ENV_WEBHOOKS_TABLE, create_webhooks_table(endpoint))
+    monkeypatch.setenv(r.ENV_WEBHOOKS_QUEUE_URL, create_webhooks_queues(endpoint)[0])
     store = DynamoConnectionStore(boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION), table)
     with contextlib.ExitStack() as clients:
         yield Sockets(registry, front, management, store, clients)

@@ -19,7 +19,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from outlast.commands import dlq, operator_jobs
+from outlast.commands import budgets, dlq, operator_jobs
 from outlast.operator import dlq as operator_dlq
 from shared import resources as r
 from shared.adapters.dynamo_items import INPUT_SORT_VALUE, job_key, job_pk
@@ -221,6 +221,7 @@ def build_cli(capsys: pytest.CaptureFixture[str], target: list[str]) -> Callable
     commands = parser.add_subparsers(dest="command", required=True)
     dlq.register(commands)
     operator_jobs.register(commands)
+    budgets.register(commands)
 
     def run(*argv: str) -> Run:
         capsys.readouterr()
@@ -232,7 +233,13 @@ def build_cli(capsys: pytest.CaptureFixture[str], target: list[str]) -> Callable
     return run
 
 
-def create_world(moto_endpoint: str, resources: TestResources, capsys: pytest.CaptureFixture[str]) -> World:
+def create_world(
+    moto_endpoint: str,
+    resources: TestResources,
+    capsys: pytest.CaptureFixture[str],
+    more_outputs: dict[str, str] | None = None,
+) -> World:
+    """`more_outputs`: stack outputs beyond the ones every outlast has had (the budgets table)."""
     suffix = secrets.token_hex(4)
     queues = create_queues(moto_endpoint, suffix, max_attempts=3, visibility_seconds=30)
     cloudformation = boto3.client("cloudformation", endpoint_url=moto_endpoint, region_name=REGION)
@@ -243,6 +250,7 @@ def create_world(moto_endpoint: str, resources: TestResources, capsys: pytest.Ca
         "IsolationQueueUrl": queues.isolation_url,
         "IsolationDlqUrl": queues.isolation_dlq_url,
         "PayloadBucketName": resources.bucket,
+        **(more_outputs or {}),
     }
     stack_name = f"outlast-{suffix}"
     cloudformation.create_stack(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from shared import resources as r
+from shared.adapters.item_size import item_size
 from shared.cursor import ListPosition
 from shared.errors import IllegalTransitionError
 from shared.ids import new_sequence_id
@@ -16,7 +17,7 @@ from shared.job import Caller, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.ports import Transition, TransitionConflictError
 from tests.support import jobs
-from tests.support.storage import Storage, item_size
+from tests.support.storage import Storage
 
 if TYPE_CHECKING:
     from tests.support.aws import TestResources

@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 from shared import resources as r
+from shared.adapters.dynamo_items import INPUT_BODY_ATTRIBUTE
+from shared.adapters.item_size import item_size
 from shared.clock import from_iso
 from shared.contract import MAX_INPUT_TEXT_BYTES
 from tests.support.answers import (
     QUIET_METRICS,
     SUMMARIZE,
+    SUMMARIZE_APART,
     accepted,
     assert_job_id,
     assert_retry_after,
@@ -23,7 +26,7 @@ from tests.support.answers import (
     new_key,
 )
 from tests.support.events import job_event, load_event, submit_event
-from tests.support.storage import Storage, item_size
+from tests.support.storage import Storage
 
 if TYPE_CHECKING:
     from tests.support.aws import TestResources
@@ -61,24 +64,39 @@ def test_a_submit_is_accepted_with_the_status_document(storage: Storage) -> None
     assert (document["cancelRequestedAt"], document["error"], document["usage"]) == (None, None, None)
 
 
-def test_a_submit_writes_the_claim_the_input_and_the_job(storage: Storage) -> None:
-    # Given a valid request
+def test_a_submit_writes_the_claim_and_the_job_with_a_small_input_in_it(storage: Storage) -> None:
+    # Given a valid request with a short text
     # When it is submitted
     job_id = accepted(call_submit(submit_event(SUMMARIZE, key="order-1")))
 
-    # Then the idempotency claim, the input item and the job item all exist, owned by the caller
+    # Then the idempotency claim and the job item exist, owned by the caller, the input inside
     claims = storage.idempotency_items()
     assert [claim["jobId"]["S"] for claim in claims] == [job_id]
     job = storage.item(job_id, "JOB")
     assert job is not None
     assert job["status"]["S"] == "Pending"
     assert job["ownerKey"]["S"] == f"{SAMPLE_CLAIMS['custom:tenant']}#{SAMPLE_CLAIMS['sub']}"
-    assert job["inputLocation"]["S"] == "item"
+    assert job["inputLocation"]["S"] == "job"
     assert {r.SWEEP_INDEX_PARTITION, r.SWEEP_INDEX_SORT} <= set(job)
+    assert item_size(job) < 1024
+    assert storage.item(job_id, "INPUT") is None
+    stored_input = storage.stored_input(job_id)
+    assert stored_input is not None
+    assert stored_input.text == SUMMARIZE["input"]["text"]
+    assert storage.object_keys() == []
+
+
+def test_a_longer_input_gets_an_item_of_its_own_beside_the_job(storage: Storage) -> None:
+    job_id = accepted(call_submit(submit_event(SUMMARIZE_APART, key="order-1")))
+
+    job = storage.item(job_id, "JOB")
+    assert job is not None
+    assert job["inputLocation"]["S"] == "item"
+    assert INPUT_BODY_ATTRIBUTE not in job
     assert item_size(job) < 1024
     stored_input = storage.payloads().get_input(job_id, "item")
     assert stored_input is not None
-    assert stored_input.text == SUMMARIZE["input"]["text"]
+    assert stored_input.text == SUMMARIZE_APART["input"]["text"]
     assert storage.object_keys() == []
 
 
@@ -107,7 +125,7 @@ def test_options_reach_the_stored_input_and_the_job(storage: Storage) -> None:
     job_id = accepted(call_submit(submit_event(body, key="classify-1")))
 
     # Then the input keeps the options that shape the prompt, and the job the model
-    stored_input = storage.payloads().get_input(job_id, "item")
+    stored_input = storage.stored_input(job_id)
     assert stored_input is not None
     assert (stored_input.max_output_tokens, stored_input.labels) == (64, ("complaint", "praise"))
     job = storage.item(job_id, "JOB")

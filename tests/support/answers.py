@@ -33,6 +33,7 @@ STATUS_DOCUMENT_FIELDS = {
     "resultUrl",
     "error",
     "usage",
+    "reservedTokens",
 }
 STATUSES = {"Pending", "Running", "Succeeded", "Failed", "CancellationRequested", "Canceled"}
 TERMINAL_STATUSES = {"Succeeded", "Failed", "Canceled"}
@@ -135,6 +136,10 @@ def assert_status_document(document: dict[str, Any], status: str | None = None) 
 
 
 SUMMARIZE: dict[str, Any] = {"operation": "summarize", "input": {"text": "Outlast keeps LLM work alive."}}
+# A text too long to ride in the job item (it gets an input item of its own), still far below the
+# 8 KB at which inputs go to S3: for the tests of the separate input write.
+APART_TEXT = "Outlast keeps LLM work alive, and this input is long enough to be stored apart. " * 8
+SUMMARIZE_APART: dict[str, Any] = {"operation": "summarize", "input": {"text": APART_TEXT}}
 
 
 def new_key() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ class TestResources:
     idempotency_table: str
     bucket: str
     cursor_secret_arn: str
+    budgets_table: str
 
     def environment(self) -> dict[str, str]:
         """The environment the CDK app gives the API functions, for these resources."""
@@ -29,6 +31,7 @@ class TestResources:
             r.ENV_IDEMPOTENCY_TABLE: self.idempotency_table,
             r.ENV_PAYLOAD_BUCKET: self.bucket,
             r.ENV_CURSOR_SECRET: self.cursor_secret_arn,
+            r.ENV_BUDGETS_TABLE: self.budgets_table,
         }
 
 
@@ -74,6 +77,30 @@ def jobs_table_definition(name: str) -> dict[str, Any]:
     }
 
 
+def budgets_table_definition(name: str) -> dict[str, Any]:
+    """The budgets table as the Budgets construct defines it: no stream, one sparse index."""
+    attributes = [r.BUDGETS_PARTITION_KEY, r.BUDGETS_SORT_KEY, r.BUDGET_CHECK_PARTITION, r.BUDGET_CHECK_SORT]
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.BUDGETS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.BUDGETS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in attributes],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.BUDGET_CHECK_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.BUDGET_CHECK_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.BUDGET_CHECK_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    }
+
+
 def create_resources(endpoint: str) -> TestResources:
     """Fresh tables, bucket and cursor secret with unique names, so tests never share state."""
     suffix = secrets.token_hex(4)
@@ -82,6 +109,7 @@ def create_resources(endpoint: str) -> TestResources:
         idempotency_table=f"idempotency-{suffix}",
         bucket=f"payloads-{suffix}",
         cursor_secret_arn="",
+        budgets_table=f"budgets-{suffix}",
     )
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
     dynamodb.create_table(**jobs_table_definition(names.jobs_table))
@@ -91,6 +119,7 @@ def create_resources(endpoint: str) -> TestResources:
         KeySchema=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "AttributeType": "S"}],
     )
+    dynamodb.create_table(**budgets_table_definition(names.budgets_table))
     boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=names.bucket)
     secret = boto3.client("secretsmanager", endpoint_url=endpoint, region_name=REGION).create_secret(
         Name=f"cursor-{suffix}", SecretString=secrets.token_urlsafe(32)
@@ -100,6 +129,7 @@ def create_resources(endpoint: str) -> TestResources:
         idempotency_table=names.idempotency_table,
         bucket=names.bucket,
         cursor_secret_arn=secret["ARN"],
+        budgets_table=names.budgets_table,
     )
 
 
@@ -126,3 +156,52 @@ def create_connections_table(endpoint: str) -> str:
         **connections_table_definition(name)
     )
     return name
+
+
+def webhooks_table_definition(name: str) -> dict[str, Any]:
+    """The webhooks table (endpoints, secrets, deliveries) as the Webhooks construct defines it."""
+    keys = (r.WEBHOOKS_PARTITION_KEY, r.WEBHOOKS_SORT_KEY, r.WEBHOOKS_TENANT_INDEX_PARTITION)
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.WEBHOOKS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.WEBHOOKS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"} for key in keys],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.WEBHOOKS_TENANT_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.WEBHOOKS_TENANT_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.WEBHOOKS_TENANT_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {
+                    "ProjectionType": "INCLUDE",
+                    "NonKeyAttributes": list(r.WEBHOOKS_TENANT_INDEX_PROJECTION),
+                },
+            }
+        ],
+    }
+
+
+def create_webhooks_table(endpoint: str) -> str:
+    """A fresh webhooks table with a unique name."""
+    name = f"webhooks-{secrets.token_hex(4)}"
+    boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION).create_table(
+        **webhooks_table_definition(name)
+    )
+    return name
+
+
+def create_webhooks_queues(endpoint: str) -> tuple[str, str]:
+    """A fresh webhooks queue and its DLQ (URLs); the queue's redrive policy as the construct sets it."""
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)
+    suffix = secrets.token_hex(4)
+    dlq = sqs.create_queue(QueueName=f"webhooks-dlq-{suffix}")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue = sqs.create_queue(
+        QueueName=f"webhooks-{suffix}",
+        Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "10"})},
+    )["QueueUrl"]
+    return queue, dlq

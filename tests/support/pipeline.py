@@ -104,6 +104,8 @@ class Pipeline:
     relay: StreamSource = field(init=False)
     worker: SqsSource = field(init=False)
     isolation: SqsSource = field(init=False)  # the worker's second trigger: one job per invocation
+    # More consumers of the jobs stream that `pump` polls too (the notifier, in budget tests).
+    streams: list[StreamSource] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         dynamodb = boto3.client("dynamodb", endpoint_url=self.endpoint, region_name=REGION)
@@ -156,6 +158,19 @@ class Pipeline:
 
     # --- the asynchronous half ------------------------------------------------------------------
 
+    def stream_consumer(self, handler: Handler, filters: list[dict[str, Any]]) -> StreamSource:
+        """Another consumer of the jobs stream (from its start), which `pump` polls from now on."""
+        dynamodb = boto3.client("dynamodb", endpoint_url=self.endpoint, region_name=REGION)
+        stream_arn = dynamodb.describe_table(TableName=self.resources.jobs_table)["Table"]["LatestStreamArn"]
+        source = StreamSource(
+            streams=boto3.client("dynamodbstreams", endpoint_url=self.endpoint, region_name=REGION),
+            stream_arn=stream_arn,
+            invoke=in_process(handler, 30),
+            filters=filters,
+        )
+        self.streams.append(source)
+        return source
+
     def sweep(self) -> dict[str, Any]:
         """Run the sweeper once."""
         result: dict[str, Any] = sweeper_handler({"source": "aws.scheduler"}, FakeLambdaContext())
@@ -168,6 +183,8 @@ class Pipeline:
             if time.monotonic() > deadline:
                 raise AssertionError("the pipeline did not reach the expected state in time")
             self.relay.poll()
+            for stream in self.streams:
+                stream.poll()
             self.worker.poll(idle_sleep=0)
             self.isolation.poll(idle_sleep=0)
             if sweep:

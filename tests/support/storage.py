@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from shared import resources as r
+from shared.adapters.dynamo_items import job_id_of
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
+from shared.job import JobInput
+from shared.payload_reads import input_of
 from tests.support.aws import REGION, TestResources
 
 if TYPE_CHECKING:
@@ -83,7 +86,12 @@ class Storage:
 
     def job_ids(self) -> list[str]:
         """The ids of the job items in the jobs table."""
-        return sorted(item["jobId"]["S"] for item in self.job_items())
+        return sorted(job_id_of(item) for item in self.job_items())
+
+    def stored_input(self, job_id: str) -> JobInput | None:
+        """A job's input wherever the submit put it: in the job item (small) or beside it."""
+        job = self.repository().get_job(job_id)
+        return None if job is None else input_of(job, self.payloads())
 
     def item(self, job_id: str, sort: str) -> dict[str, Any] | None:
         """One raw item of a job's partition (sort: JOB, INPUT or RESULT)."""
@@ -117,23 +125,3 @@ class Storage:
             ),
             objects=frozenset(self.object_keys()),
         )
-
-
-def _number_size(text: str) -> int:
-    digits = text.lstrip("-").replace(".", "").strip("0") or "0"
-    return (len(digits) + 1) // 2 + 1
-
-
-def item_size(item: dict[str, Any]) -> int:
-    """An item's size as DynamoDB bills it: attribute names plus values (strings and numbers here)."""
-    total = 0
-    for name, value in item.items():
-        total += len(name.encode("utf-8"))
-        ((kind, content),) = value.items()
-        if kind == "S":
-            total += len(content.encode("utf-8"))
-        elif kind == "N":
-            total += _number_size(content)
-        else:
-            raise AssertionError(f"a job item holds strings and numbers, not {kind} ({name})")
-    return total

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from shared.contract import MAX_INPUT_TEXT_BYTES, Operation, SubmitRequest
+from shared.contract import MAX_INPUT_TEXT_BYTES, BudgetDocument, Operation, StatusDocument, SubmitRequest
 
 VALID_BODIES: dict[str, dict[str, Any]] = {
     "summarize": {"operation": "summarize", "input": {"text": "The quarterly report."}},
@@ -266,3 +267,34 @@ def test_a_parsed_request_is_immutable() -> None:
 
     with pytest.raises(ValidationError):
         request.operation = Operation.ANALYZE  # type: ignore[misc]
+
+
+def test_the_status_document_always_says_what_it_holds_of_the_budget() -> None:
+    # reservedTokens is required on the wire: a number while held, null otherwise
+    schema = StatusDocument.model_json_schema(by_alias=True)
+
+    assert "reservedTokens" in schema["required"]
+    assert {branch.get("type") for branch in schema["properties"]["reservedTokens"]["anyOf"]} == {
+        "integer",
+        "null",
+    }
+
+
+def test_the_budget_document_on_the_wire() -> None:
+    document = BudgetDocument(
+        period="2030-01",
+        limit_tokens=None,
+        used_tokens=5,
+        reserved_tokens=0,
+        remaining_tokens=None,
+        resets_at=datetime(2030, 2, 1, tzinfo=UTC),
+    )
+
+    assert document.to_wire() == {
+        "period": "2030-01",
+        "limitTokens": None,
+        "usedTokens": 5,
+        "reservedTokens": 0,
+        "remainingTokens": None,
+        "resetsAt": "2030-02-01T00:00:00.000Z",
+    }

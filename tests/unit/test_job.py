@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from shared.job import Caller, JobError, Usage
+from shared.job import BudgetHold, Caller, JobError, Usage
 from shared.lifecycle import JobStatus
 from tests.fakes import job_record
 from tests.support.answers import STATUS_DOCUMENT_FIELDS
@@ -85,7 +85,26 @@ def test_a_fresh_job_on_the_wire() -> None:
         "resultUrl": None,
         "error": None,
         "usage": None,
+        "reservedTokens": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("status", "settled", "shown"),
+    [
+        (JobStatus.PENDING, None, 900),
+        (JobStatus.RUNNING, None, 900),
+        (JobStatus.SUCCEEDED, None, None),  # nobody asked the ledger: settlement follows the end
+        (JobStatus.FAILED, False, 900),  # the ledger says it is not settled yet
+        (JobStatus.CANCELED, True, None),
+    ],
+)
+def test_reserved_tokens_show_while_the_run_is_unsettled(
+    status: JobStatus, settled: bool | None, shown: int | None
+) -> None:
+    job = job_record(CREATED, status=status, budget=BudgetHold(period="2030-01", tokens=900, base_tokens=5))
+
+    assert job.status_document(settled=settled).to_wire()["reservedTokens"] == shown
 
 
 def test_error_and_usage_are_shown_when_present() -> None:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from shared.contract import Operation
+from shared.contract import MAX_OUTPUT_TOKENS, Operation
 from shared.planner import (
     MESSAGE_OVERHEAD_TOKENS,
     REREAD_TOKENS_PER_OUTPUT_TOKEN,
@@ -274,7 +274,7 @@ def test_two_chunks_are_two_maps_and_one_final_reduce() -> None:
     assert plan.steps == (
         Step("m0000", StepKind.MAP, 0, 0, (), 800),
         Step("m0001", StepKind.MAP, 0, 1, (), 800),
-        Step("r1-0000", StepKind.REDUCE, 1, None, ("m0000", "m0001"), None),
+        Step("r1-0000", StepKind.REDUCE, 1, None, ("m0000", "m0001"), MAX_OUTPUT_TOKENS),
     )
     assert plan.reduction is Reduction.MODEL
     assert plan.final_step == plan.steps[-1]
@@ -471,9 +471,9 @@ def test_the_bound_of_one_step_is_its_bytes_overhead_and_max_tokens() -> None:
     plan = plan_of(text, max_output_tokens=None)
     messages = template_for(Operation.SUMMARIZE).render(text)
 
-    assert token_bound(plan, 4096) == text_bytes(messages) + 2 * MESSAGE_OVERHEAD_TOKENS + 4096
+    assert token_bound(plan) == text_bytes(messages) + 2 * MESSAGE_OVERHEAD_TOKENS + MAX_OUTPUT_TOKENS
     capped = plan_of(text, max_output_tokens=100)
-    assert token_bound(capped, 4096) == text_bytes(messages) + 2 * MESSAGE_OVERHEAD_TOKENS + 100
+    assert token_bound(capped) == text_bytes(messages) + 2 * MESSAGE_OVERHEAD_TOKENS + 100
 
 
 def test_the_bound_of_a_map_reduce_plan_counts_every_call() -> None:
@@ -491,7 +491,7 @@ def test_the_bound_of_a_map_reduce_plan_counts_every_call() -> None:
         + 2 * 800 * REREAD_TOKENS_PER_OUTPUT_TOKEN
         + 300
     )
-    assert token_bound(plan, 4096) == expected
+    assert token_bound(plan) == expected
 
 
 def test_a_vote_adds_nothing_to_the_bound() -> None:
@@ -503,7 +503,7 @@ def test_a_vote_adds_nothing_to_the_bound() -> None:
     expected = sum(
         text_bytes(step_messages(plan, step)) + 2 * MESSAGE_OVERHEAD_TOKENS + 800 for step in plan.map_steps
     )
-    assert token_bound(plan, 4096) == expected
+    assert token_bound(plan) == expected
 
 
 def test_steps_are_found_by_id() -> None:
@@ -519,7 +519,7 @@ def test_classify_has_no_reduce_to_render_or_measure() -> None:
     plan = plan_of(
         paragraphs(2, Operation.CLASSIFY, parameters, LABELS), Operation.CLASSIFY, parameters, LABELS
     )
-    stray = Step("r1-0000", StepKind.REDUCE, 1, None, ("m0000", "m0001"), None)
+    stray = Step("r1-0000", StepKind.REDUCE, 1, None, ("m0000", "m0001"), 800)
 
     with pytest.raises(ValueError, match="classify plans have no reduce steps"):
         step_messages(plan, stray, ["billing", "billing"])

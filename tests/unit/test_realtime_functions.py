@@ -26,8 +26,11 @@ from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.realtime import Connection, ticket_hash
 from shared.realtime_ports import PostOutcome
+from shared.webhooks.deliveries import DeliveryEnqueuer
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
+from tests.webhook_fakes import InMemoryEndpointStore, RecordingDeliveryQueue
 
 ALICE = Caller(tenant="user:alice", sub="alice")
 BOB = Caller(tenant="user:bob", sub="bob")
@@ -204,10 +207,22 @@ def _job_at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:
 
 def _notify(store, gateway, records: list[dict[str, Any]]) -> None:
     notifier = BatchNotifier(
-        NotifierDependencies(store=store, gateway=gateway, read_change=job_change), records
+        NotifierDependencies(
+            store=store,
+            gateway=gateway,
+            read_change=job_change,
+            webhooks=_no_webhooks(),
+            budgets=InMemoryBudgetLedger(),
+        ),
+        records,
     )
     for record in records:
         notifier.push(record)
+
+
+def _no_webhooks() -> DeliveryEnqueuer:
+    """The webhook step with no endpoint registered: these tests are about the WebSocket pushes."""
+    return DeliveryEnqueuer(InMemoryEndpointStore(), RecordingDeliveryQueue())
 
 
 def _revisions(gateway: FakeGateway, connection_id: str) -> list[int]:
@@ -299,7 +314,14 @@ class TestNotifier:
 
         records = [_record(alices_job, 1, "submit", "INSERT")]
         notifier = BatchNotifier(
-            NotifierDependencies(store=DownStore(), gateway=gateway, read_change=job_change), records
+            NotifierDependencies(
+                store=DownStore(),
+                gateway=gateway,
+                read_change=job_change,
+                webhooks=_no_webhooks(),
+                budgets=InMemoryBudgetLedger(),
+            ),
+            records,
         )
 
         with pytest.raises(StorageUnavailableError):

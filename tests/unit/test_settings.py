@@ -17,7 +17,12 @@ from shared import resources as r
 from shared.env import SettingsError
 from tests.support.lambda_context import FakeLambdaContext
 
-STORAGE = {r.ENV_JOBS_TABLE: "jobs", r.ENV_IDEMPOTENCY_TABLE: "idempotency", r.ENV_PAYLOAD_BUCKET: "payloads"}
+STORAGE = {
+    r.ENV_JOBS_TABLE: "jobs",
+    r.ENV_IDEMPOTENCY_TABLE: "idempotency",
+    r.ENV_PAYLOAD_BUCKET: "payloads",
+    r.ENV_BUDGETS_TABLE: "budgets",
+}
 
 
 def test_the_defaults_are_the_designs() -> None:
@@ -28,6 +33,12 @@ def test_the_defaults_are_the_designs() -> None:
     assert settings.idempotency_ttl_hours == 24
     assert settings.job_retention_days == 30
     assert settings.allowed_models == ("gpt-4o-mini",)
+    assert settings.default_monthly_tokens == 0  # no stage budget: no budget writes
+
+
+def test_a_negative_stage_budget_fails_at_once() -> None:
+    with pytest.raises(ValidationError):
+        SubmitSettings.from_environ({**STORAGE, "DEFAULT_MONTHLY_TOKENS": "-1"})
 
 
 def test_the_allowlist_is_a_comma_separated_variable() -> None:

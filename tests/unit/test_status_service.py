@@ -26,6 +26,7 @@ from shared.errors import (
 from shared.job import Caller, JobError, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
 from shared.ports import Lease, Transition, TransitionConflictError
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
 
 ALICE = Caller(tenant="acme", sub="alice")
@@ -42,6 +43,7 @@ def status_settings() -> StatusSettings:
             r.ENV_IDEMPOTENCY_TABLE: "idempotency",
             r.ENV_PAYLOAD_BUCKET: "payloads",
             r.ENV_CURSOR_SECRET: "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor",
+            r.ENV_BUDGETS_TABLE: "budgets",
         }
     )
 
@@ -55,6 +57,7 @@ def deps_with(
         payloads=payloads,
         clock=clock,
         cursor_codec=lambda: CursorCodec(SECRET),
+        budgets=InMemoryBudgetLedger(),
     )
 
 
@@ -496,11 +499,17 @@ class TestList:
         # Given three submits while the clock does not move
         submit_deps = SubmitDependencies(
             settings=SubmitSettings.model_validate(
-                {r.ENV_JOBS_TABLE: "j", r.ENV_IDEMPOTENCY_TABLE: "i", r.ENV_PAYLOAD_BUCKET: "b"}
+                {
+                    r.ENV_JOBS_TABLE: "j",
+                    r.ENV_IDEMPOTENCY_TABLE: "i",
+                    r.ENV_PAYLOAD_BUCKET: "b",
+                    r.ENV_BUDGETS_TABLE: "g",
+                }
             ),
             repository=repository,
             payloads=payloads,
             clock=clock,
+            budgets=InMemoryBudgetLedger(),
         )
         body = SubmitRequest.model_validate({"operation": "summarize", "input": {"text": "x"}})
         submitted = [submit_job(submit_deps, ALICE, body, f"key-{n}").job.job_id for n in range(3)]

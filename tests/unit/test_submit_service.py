@@ -24,11 +24,14 @@ from shared.job import Caller, IdempotencyRecord, JobInput, JobRecord
 from shared.lifecycle import JobStatus
 from shared.ports import Lease, Transition
 from shared.prompts import template_for
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore
 
 ALICE = Caller(tenant="acme", sub="alice")
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 SUMMARIZE: dict[str, Any] = {"operation": "summarize", "input": {"text": "The quarterly report, in short."}}
+# Too long to ride in the job item, far below the 8 KB at which an input goes to S3: an input item.
+APART: dict[str, Any] = {"operation": "summarize", "input": {"text": "The report, at length. " * 36}}
 
 
 def settings(**env: str) -> SubmitSettings:
@@ -37,6 +40,7 @@ def settings(**env: str) -> SubmitSettings:
             r.ENV_JOBS_TABLE: "jobs",
             r.ENV_IDEMPOTENCY_TABLE: "idempotency",
             r.ENV_PAYLOAD_BUCKET: "payloads",
+            r.ENV_BUDGETS_TABLE: "budgets",
             "SUBMITS_PER_MINUTE": "5",
             "ALLOWED_MODELS": "gpt-4o-mini,gpt-4o",
             **env,
@@ -52,7 +56,13 @@ def request(body: dict[str, Any] = SUMMARIZE) -> SubmitRequest:
 def deps(
     repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
 ) -> SubmitDependencies:
-    return SubmitDependencies(settings=settings(), repository=repository, payloads=payloads, clock=clock)
+    return SubmitDependencies(
+        settings=settings(),
+        repository=repository,
+        payloads=payloads,
+        clock=clock,
+        budgets=InMemoryBudgetLedger(),
+    )
 
 
 def submit(
@@ -94,13 +104,25 @@ class TestNewSubmit:
     def test_stores_the_job_its_input_and_its_claim(
         self, deps: SubmitDependencies, repository: InMemoryJobRepository, payloads: InMemoryPayloadStore
     ) -> None:
-        outcome = submit(deps)
+        outcome = submit(deps, APART)
 
         assert repository.get_job(outcome.job.job_id) == outcome.job
+        assert outcome.job.input_location == "item"
         assert payloads.get_input(outcome.job.job_id, "item") == JobInput(
-            job_id=outcome.job.job_id, text=SUMMARIZE["input"]["text"]
+            job_id=outcome.job.job_id, text=APART["input"]["text"]
         )
         assert [claim.job_id for claim in repository.claims.values()] == [outcome.job.job_id]
+
+    def test_a_small_input_rides_in_the_job_item_with_no_write_of_its_own(
+        self, deps: SubmitDependencies, repository: InMemoryJobRepository, payloads: InMemoryPayloadStore
+    ) -> None:
+        outcome = submit(deps)
+
+        stored = repository.get_job(outcome.job.job_id)
+        assert stored is not None
+        assert stored.input_location == "job"
+        assert stored.inline_input() == JobInput(job_id=outcome.job.job_id, text=SUMMARIZE["input"]["text"])
+        assert payloads.writes == []
 
     def test_writes_in_the_design_order_claim_input_job(self, deps: SubmitDependencies) -> None:
         order: list[str] = []
@@ -121,7 +143,10 @@ class TestNewSubmit:
                 order.append("input")
                 super().put_input(job_input, location, expires_at)
 
-        submit(SubmitDependencies(deps.settings, Recording(), RecordingPayloads(), deps.clock))
+        submit(
+            SubmitDependencies(deps.settings, Recording(), RecordingPayloads(), deps.clock, deps.budgets),
+            APART,
+        )
 
         assert order == ["claim", "input", "job"]
 
@@ -135,21 +160,29 @@ class TestNewSubmit:
             seconds=deps.settings.sweep_look_seconds
         )
 
+    @pytest.mark.parametrize("text", ["Win a cruise!", "Win a cruise! " * 40], ids=["inline", "apart"])
     def test_keeps_the_classify_options_with_the_input(
-        self, deps: SubmitDependencies, payloads: InMemoryPayloadStore
+        self,
+        deps: SubmitDependencies,
+        repository: InMemoryJobRepository,
+        payloads: InMemoryPayloadStore,
+        text: str,
     ) -> None:
         body = {
             "operation": "classify",
-            "input": {"text": "Win a cruise!"},
+            "input": {"text": text},
             "options": {"labels": ["spam", "ham"], "maxOutputTokens": 4, "model": "gpt-4o"},
         }
 
         job = submit(deps, body).job
 
+        stored = repository.get_job(job.job_id)
+        assert stored is not None
+        inline = stored.input_location == "job"
+        kept = stored.inline_input() if inline else payloads.get_input(job.job_id, "item")
+        assert stored.input_location == ("job" if len(text) < 100 else "item")
         assert job.model == "gpt-4o"
-        assert payloads.get_input(job.job_id, "item") == JobInput(
-            job_id=job.job_id, text="Win a cruise!", max_output_tokens=4, labels=("spam", "ham")
-        )
+        assert kept == JobInput(job_id=job.job_id, text=text, max_output_tokens=4, labels=("spam", "ham"))
 
     def test_each_key_makes_its_own_job(
         self, deps: SubmitDependencies, repository: InMemoryJobRepository
@@ -251,11 +284,13 @@ class TestReplay:
         self, repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
     ) -> None:
         # Given a job accepted under one default model and attempt budget
-        before = SubmitDependencies(settings(DEFAULT_MODEL="gpt-4o-mini"), repository, payloads, clock)
+        before = SubmitDependencies(
+            settings(DEFAULT_MODEL="gpt-4o-mini"), repository, payloads, clock, InMemoryBudgetLedger()
+        )
         first = submit(before).job
         # When a deploy changes them and the client retries
         after = SubmitDependencies(
-            settings(DEFAULT_MODEL="gpt-4o", MAX_ATTEMPTS="5"), repository, payloads, clock
+            settings(DEFAULT_MODEL="gpt-4o", MAX_ATTEMPTS="5"), repository, payloads, clock, before.budgets
         )
         again = submit(after)
 
@@ -370,7 +405,7 @@ class TestReplay:
                 return super().claim_idempotency_key(record, now)
 
         repository = Racing()
-        racing = SubmitDependencies(settings(), repository, payloads, clock)
+        racing = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
 
         # When
         ours = submit(racing)
@@ -414,15 +449,15 @@ class TestCrashBetweenSteps:
     ) -> None:
         # Given a submit that crashed after its idempotency claim
         repository, payloads = repository_type(), payloads_type()
-        deps = SubmitDependencies(settings(), repository, payloads, clock)
+        deps = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
         with pytest.raises(StorageUnavailableError):
-            submit(deps)
+            submit(deps, APART)
         (claim,) = repository.claims.values()
         assert repository.jobs == {}
 
         # When the client retries with the same key a little later
         clock.advance(seconds=2)
-        outcome = submit(deps)
+        outcome = submit(deps, APART)
 
         # Then exactly one job exists, under the id of the claim, with its input
         assert outcome.job.job_id == claim.job_id
@@ -436,7 +471,7 @@ class TestCrashBetweenSteps:
         repository = self.JobWriteFailsOnce()
         payloads = InMemoryPayloadStore()
         with pytest.raises(StorageUnavailableError):
-            submit(SubmitDependencies(settings(), repository, payloads, clock))
+            submit(SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger()), APART)
 
         (claim,) = repository.claims.values()
         assert repository.jobs == {}
@@ -452,7 +487,7 @@ class TestCrashBetweenSteps:
                 raise StorageUnavailableError("Storage is busy; retry shortly.")
 
         repository = ClaimFails()
-        deps = SubmitDependencies(settings(), repository, payloads, clock)
+        deps = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
 
         with pytest.raises(StorageUnavailableError):
             submit(deps)
@@ -583,6 +618,7 @@ class TestModelAllowlistAfterADeploy:
             repository=deps.repository,
             payloads=deps.payloads,
             clock=deps.clock,
+            budgets=deps.budgets,
         )
 
     def test_an_identical_retry_replays_its_job(
@@ -634,7 +670,7 @@ class TestRetention:
         clock: FakeClock,
     ) -> None:
         # Given a job that ended (canceled) and whose input is due for deletion in 24 h (DESIGN.md)
-        job = submit(deps).job
+        job = submit(deps, APART).job
         clock.advance(minutes=1)
         repository.transition(
             Transition(
@@ -650,7 +686,7 @@ class TestRetention:
 
         # When the client retries its submit within the 24 h of the idempotency claim
         clock.advance(minutes=1)
-        again = submit(deps)
+        again = submit(deps, APART)
 
         # Then it replays the canceled job and leaves the input's deletion where it was
         assert (again.replayed, again.job.status) == (True, JobStatus.CANCELED)

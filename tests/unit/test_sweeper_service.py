@@ -17,6 +17,7 @@ from shared.errors import StorageUnavailableError
 from shared.job import BlobLocation, JobInput, JobRecord
 from shared.lifecycle import JobStatus
 from shared.ports import JobMessage, Lane
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
 
 GRACE = timedelta(seconds=900)
@@ -78,6 +79,7 @@ def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> Swe
             r.ENV_PAYLOAD_BUCKET: "payloads",
             r.ENV_JOBS_QUEUE_URL: "https://q",
             r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
+            r.ENV_BUDGETS_TABLE: "budgets",
         }
     )
     return SweeperDependencies(
@@ -86,6 +88,7 @@ def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> Swe
         payloads=InMemoryPayloadStore(),
         queues={Lane.SHARED: queue, Lane.ISOLATION: RecordingQueue()},
         clock=clock,
+        budgets=InMemoryBudgetLedger(),
     )
 
 

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared.adapters.dynamo_items import job_to_item
+from shared.adapters.job_stream import job_change
+from shared.lifecycle import JobStatus
 from shared.webhooks import signing
+from shared.webhooks.deliveries import event_body
+from shared.webhooks.events import EventType
+from tests.fakes import job_record
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
 MARKER = "<!-- verifier (tests/unit/test_webhook_docs.py runs this block) -->"
@@ -106,3 +114,19 @@ def test_a_non_ascii_signature_header_is_refused_not_an_error(verify_webhook: Ve
     odd = {**headers([SECRET]), "webhook-signature": "v1,é"}
 
     assert verify_webhook(SECRET, odd, BODY) is False
+
+
+def test_the_body_example_has_the_fields_a_real_body_has() -> None:
+    marker = "<!-- body example (tests/unit/test_webhook_docs.py checks its fields against a real body) -->"
+    match = re.search(re.escape(marker) + r"\s*```json\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    assert match, "the body example (or the marker above it) is gone"
+    example = json.loads(match.group(1))
+    job = job_record(datetime(2030, 3, 17, tzinfo=UTC), status=JobStatus.SUCCEEDED)
+    image = {**job_to_item(job, sweep_at=None), "w": {"S": "terminal"}}
+    change = job_change({"eventName": "MODIFY", "dynamodb": {"SequenceNumber": "1", "NewImage": image}})
+    assert change is not None
+    real = json.loads(event_body(change, EventType.JOB_SUCCEEDED))
+
+    assert list(example) == list(real)
+    assert list(example["data"]) == list(real["data"])
+    assert set(example["data"]["owner"]) == set(real["data"]["owner"])

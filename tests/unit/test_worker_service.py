@@ -18,7 +18,7 @@ from functions.worker.service import JobWorker, RetryLater
 from functions.worker.settings import WorkerSettings
 from shared import resources as r
 from shared.adapters.sqs_queue import encode_message
-from shared.errors import StorageUnavailableError
+from shared.errors import StorageUnavailableError, TerminalProviderError
 from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease, Transition
@@ -279,11 +279,15 @@ class ResultWritesFail(InMemoryPayloadStore):
         return super().put_result(result, location, expires_at)
 
 
+# An answer too long to ride in the job item's terminal write: it is stored as an item first.
+LONG_ANSWER = "The summary, at the length of a long answer. " * 12
+
+
 def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_claim(
     make_world: Callable[..., World],
 ) -> None:
     # Given a result write that fails once, then works (the worker's second try stores the answer)
-    world = make_world(payloads=ResultWritesFail(failures=1))
+    world = make_world(payloads=ResultWritesFail(failures=1), provider=CountingProvider(LONG_ANSWER))
     job = world.job()
 
     # When the job runs: the answer comes, its write fails, the job is handed back
@@ -300,11 +304,11 @@ def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_cla
     assert (done.status, done.attempts, done.usage) == (JobStatus.SUCCEEDED, 2, USAGE)
     assert len(world.provider.calls) == 1
     stored = world.payloads.get_result(job.job_id, "item")
-    assert stored == JobResult(job_id=job.job_id, output="The summary.", usage=USAGE)
+    assert stored == JobResult(job_id=job.job_id, output=LONG_ANSWER, usage=USAGE)
 
 
 def test_an_answer_that_cannot_be_stored_at_all_is_asked_for_again(make_world: Callable[..., World]) -> None:
-    world = make_world(payloads=ResultWritesFail(failures=2))
+    world = make_world(payloads=ResultWritesFail(failures=2), provider=CountingProvider(LONG_ANSWER))
     job = world.job()
     with pytest.raises(RetryLater):
         world.deliver(job)
@@ -314,6 +318,90 @@ def test_an_answer_that_cannot_be_stored_at_all_is_asked_for_again(make_world: C
 
     assert world.current(job).status is JobStatus.SUCCEEDED
     assert len(world.provider.calls) == 2
+
+
+class TerminalWritesFail(InMemoryJobRepository):
+    """The status write of a Succeeded job fails (storage throttled) `failures` times."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def transition(self, transition: Transition) -> JobRecord:
+        if transition.target is JobStatus.SUCCEEDED and self.failures:
+            self.failures -= 1
+            raise StorageUnavailableError("throttled")
+        return super().transition(transition)
+
+
+def test_a_short_answer_rides_in_the_terminal_write_with_no_write_of_its_own(world: World) -> None:
+    job = world.job()
+
+    world.deliver(job)
+
+    done = world.current(job)
+    assert (done.status, done.result_location) == (JobStatus.SUCCEEDED, "job")
+    assert done.inline_result() == JobResult(job_id=job.job_id, output="The summary.", usage=USAGE)
+    assert world.payloads.find_result(job.job_id) is None
+
+
+def test_a_short_answer_whose_terminal_write_failed_is_kept_and_adopted_by_the_next_claim(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a status write that fails once: the answer that was to ride in it is kept as an item
+    world = make_world(repository=TerminalWritesFail(failures=1))
+    job = world.job()
+    with pytest.raises(RetryLater):
+        world.deliver(job)
+    world.clock.set(handed_back(world, job).dispatch_at)
+
+    # When its message comes back
+    world.deliver(job)
+
+    # Then the next claim adopts it: one model call, and the job succeeds with that answer
+    done = world.current(job)
+    assert (done.status, done.result_location, done.usage) == (JobStatus.SUCCEEDED, "item", USAGE)
+    assert len(world.provider.calls) == 1
+    assert world.payloads.get_result(job.job_id, "item") == JobResult(
+        job_id=job.job_id, output="The summary.", usage=USAGE
+    )
+
+
+def test_a_job_with_its_input_inline_reads_none_and_leaves_none_behind(world: World) -> None:
+    job = job_record(world.clock.now(), input_location="job")
+    text = JobInput(job_id=job.job_id, text="A short text in the job item.")
+    job = job.model_copy(update={"input_body": text.body()})
+    world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+
+    world.deliver(job)
+
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert "A short text in the job item." in world.provider.calls[0].messages[-1]["content"]
+    # The terminal write removed the inline input: nothing can run a Succeeded job again
+    assert (done.input_location, done.inline_input()) == ("job", None)
+    assert world.payloads.get_input(job.job_id, "item") is None
+
+
+def test_a_failed_job_keeps_its_inline_input_as_an_item_for_a_redrive(
+    make_world: Callable[..., World],
+) -> None:
+    class Refusing:
+        def complete(self, request: CompletionRequest) -> Completion:
+            raise TerminalProviderError("content_policy", "the provider declined")
+
+    world = make_world(provider=Refusing())
+    job = job_record(world.clock.now(), input_location="job")
+    job = job.model_copy(update={"input_body": JobInput(job_id=job.job_id, text="Keep me.").body()})
+    world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+
+    world.deliver(job)
+
+    done = world.current(job)
+    assert (done.status, done.input_location) == (JobStatus.FAILED, "item")
+    assert world.payloads.get_input(job.job_id, "item") == JobInput(job_id=job.job_id, text="Keep me.")
+    expected_expiry = world.clock.now() + timedelta(hours=world.settings.input_retention_hours)
+    assert world.payloads.expires_at[("input", job.job_id, "item")] == expected_expiry
 
 
 class BrokenSecret:
@@ -401,7 +489,10 @@ class LateEarlierWriter(InMemoryPayloadStore):
         return super().put_result(result, location, expires_at)
 
 
-def test_a_result_written_first_by_a_lost_lease_worker_wins_with_its_own_usage(world: World) -> None:
+def test_a_result_written_first_by_a_lost_lease_worker_wins_with_its_own_usage(
+    make_world: Callable[..., World],
+) -> None:
+    world = make_world(provider=CountingProvider(LONG_ANSWER))
     earlier_usage = Usage(input_tokens=5, output_tokens=3)
     job = world.job()
     earlier = JobResult(job_id=job.job_id, output="The other worker's answer.", usage=earlier_usage)

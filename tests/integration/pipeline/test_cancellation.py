@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
+import functions.worker.service
+import shared.retention
 from functions.worker.service import JobWorker
-from shared.adapters.payloads import DynamoS3PayloadStore
-from shared.job import JobResult
+from shared.job import BlobLocation
 from tests.support.faults import fail_once
 from tests.support.pipeline import Pipeline
 
@@ -80,15 +81,17 @@ def test_a_cancel_that_lands_after_the_answer_wins_and_keeps_the_usage(
     """The model answered, then the caller canceled before the worker's terminal write: Canceled
     wins, the output is dropped, and the tokens the call cost stay on the job."""
     job_id = pipeline.submit(_body("Cancel me at the last moment."), key="cancel-late")["body"]["jobId"]
-    # Given a cancel request that arrives while the worker stores the answer
-    put_result = DynamoS3PayloadStore.put_result
+    # Given a cancel request that arrives between the answer and the worker's terminal write
+    # (the input's last expiry is set just before that write)
+    end_input = shared.retention.end_input
     cancels: list[dict[str, Any]] = []
 
-    def cancel_first(self: DynamoS3PayloadStore, *args: Any) -> JobResult:
-        cancels.append(pipeline.cancel(job_id))
-        return put_result(self, *args)
+    def cancel_first(*args: Any) -> BlobLocation | None:
+        if not cancels:
+            cancels.append(pipeline.cancel(job_id))
+        return end_input(*args)
 
-    monkeypatch.setattr(DynamoS3PayloadStore, "put_result", cancel_first)
+    monkeypatch.setattr(functions.worker.service, "end_input", cancel_first)
     spied = pipeline.spy_worker()
 
     # When the job runs

@@ -22,6 +22,12 @@ from tests.support.storage import Storage
 pytestmark = pytest.mark.integration
 
 BODY = {"operation": "summarize", "input": {"text": "The worker died. The sweeper brought the job back."}}
+# A summary too long to ride in the job item's terminal write: its result is an item of its own,
+# written before the status (a short one goes with the status write and cannot be lost between).
+LONG_ANSWER_BODY = {
+    "operation": "summarize",
+    "input": {"text": "Comprehensively documented interoperability considerations " * 20 + "matter."},
+}
 
 
 def test_a_worker_crash_after_the_claim_is_recovered_by_the_sweeper(
@@ -97,7 +103,7 @@ def test_a_crash_after_the_result_write_is_adopted_without_a_second_call(
     next claim adopts the stored result: one model call, and the job's usage is that call's."""
     # Given a worker that dies once after the result write, before the status write
     crashes = crash_once(monkeypatch, JobWorker, "_terminal")
-    job_id = pipeline.submit(BODY, key="crash-after-result")["body"]["jobId"]
+    job_id = pipeline.submit(LONG_ANSWER_BODY, key="crash-after-result")["body"]["jobId"]
 
     # When the pipeline runs with the sweeper
     [final] = pipeline.terminal(job_id, sweep=True)
@@ -111,7 +117,8 @@ def test_a_crash_after_the_result_write_is_adopted_without_a_second_call(
     # ...and the job's output and usage are the stored result's, together
     found = Storage(pipeline.resources).payloads().find_result(job_id)
     assert found is not None
-    _, stored = found
+    location, stored = found
+    assert location == "item"
     assert stored.usage is not None
     result = pipeline.result(job_id)["body"]
     assert result["output"] == stored.output

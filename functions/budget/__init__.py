@@ -1,0 +1,1 @@
+"""GET /v1/budget: the caller's tenant's token budget this month."""

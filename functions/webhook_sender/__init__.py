@@ -1,0 +1,1 @@
+"""The webhooks queue's consumer: one signed attempt per delivery message, retried through visibility."""

@@ -1,0 +1,132 @@
+"""An in-memory BudgetLedger with the DynamoDB adapter's conditions (shared.adapters.dynamodb_budgets).
+
+Each method is one atomic step under a lock, as each transaction is in DynamoDB, so use cases
+that race each other see what they would see against the table. Successful writes are appended
+to `writes`; subclass and override a method to inject a fault.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from shared.budgets import (
+    BudgetState,
+    Reservation,
+    ReservationRef,
+    ReserveOutcome,
+    ReserveResult,
+    Settlement,
+    reservation_shard,
+)
+
+
+@dataclass
+class Counter:
+    """One tenant's counter in one period."""
+
+    used: int = 0
+    reserved: int = 0
+
+
+@dataclass
+class InMemoryBudgetLedger:
+    """BudgetLedger in dictionaries, condition for condition like DynamoBudgetLedger."""
+
+    limits: dict[str, int] = field(default_factory=dict)
+    counters: dict[tuple[str, str], Counter] = field(default_factory=dict)
+    reservations: dict[ReservationRef, Reservation] = field(default_factory=dict)
+    writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def state(self, tenant: str, period: str) -> BudgetState:
+        """The tenant's own limit and the period's counter."""
+        with self._lock:
+            self.reads.append("state")
+            counter = self.counters.get((tenant, period), Counter())
+            return BudgetState(tenant, period, self.limits.get(tenant), counter.used, counter.reserved)
+
+    def reserve(self, reservation: Reservation, limit: int) -> ReserveResult:
+        """attribute_not_exists(reservation) AND committed <= limit - tokens, both or neither."""
+        with self._lock:
+            if reservation.ref in self.reservations:
+                return ReserveResult(ReserveOutcome.ALREADY_RESERVED)
+            counter = self.counters.get((reservation.tenant, reservation.period), Counter())
+            if reservation.tokens > limit or counter.used + counter.reserved > limit - reservation.tokens:
+                committed = counter.used + counter.reserved
+                return ReserveResult(
+                    ReserveOutcome.EXCEEDED, committed=committed if reservation.tokens <= limit else None
+                )
+            counter.reserved += reservation.tokens
+            self.counters[(reservation.tenant, reservation.period)] = counter
+            self.reservations[reservation.ref] = reservation
+            self.writes.append("reserve")
+            return ReserveResult(ReserveOutcome.RESERVED)
+
+    def settle(self, settlement: Settlement) -> bool:
+        """Delete the reservation (while it exists, for these tokens); reserved -= r, used += u."""
+        return self._close(
+            settlement.ref,
+            settlement.tenant,
+            settlement.period,
+            settlement.reserved_tokens,
+            settlement.used_tokens,
+            kind="settle",
+        )
+
+    def release(self, reservation: Reservation) -> bool:
+        """Delete the reservation; reserved -= r."""
+        return self._close(
+            reservation.ref, reservation.tenant, reservation.period, reservation.tokens, 0, kind="release"
+        )
+
+    def due(self, shard: str, due_by: datetime, limit: int) -> list[Reservation]:
+        """Open reservations of the shard due by `due_by`, oldest check first."""
+        with self._lock:
+            self.reads.append("due")
+            found = sorted(
+                (
+                    reservation
+                    for reservation in self.reservations.values()
+                    if reservation_shard(reservation.ref.job_id) == shard and reservation.check_at <= due_by
+                ),
+                key=lambda reservation: reservation.check_at,
+            )
+            return found[:limit]
+
+    def defer(self, reservation: Reservation, check_at: datetime) -> None:
+        """Move the check time of an open reservation."""
+        with self._lock:
+            current = self.reservations.get(reservation.ref)
+            if current is not None:
+                self.reservations[reservation.ref] = replace(current, check_at=check_at)
+                self.writes.append("defer")
+
+    def open_reservations(self, refs: Collection[ReservationRef]) -> set[ReservationRef]:
+        """Which still exist."""
+        with self._lock:
+            self.reads.append("open_reservations")
+            return {ref for ref in refs if ref in self.reservations}
+
+    def counter(self, tenant: str, period: str) -> Counter:
+        """The counter as it stands (a copy)."""
+        with self._lock:
+            current = self.counters.get((tenant, period), Counter())
+            return Counter(current.used, current.reserved)
+
+    def _close(
+        self, ref: ReservationRef, tenant: str, period: str, reserved: int, used: int, *, kind: str
+    ) -> bool:
+        with self._lock:
+            current = self.reservations.get(ref)
+            if current is None or current.tokens != reserved:
+                return False
+            del self.reservations[ref]
+            counter = self.counters.setdefault((tenant, period), Counter())
+            counter.reserved -= reserved
+            counter.used += used
+            self.writes.append(kind)
+            return True

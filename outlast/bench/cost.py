@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from infra.config import StageConfig
-from outlast.bench import budgets, push
+from outlast.bench import push
 from outlast.bench.harness import SHARED_SERVICE_NAME, FunctionSpec, Harness, Invocation, model_wait_seconds
 from outlast.bench.meter import ApiCall
 from outlast.bench.prices import PriceTable
@@ -710,6 +710,11 @@ def run(
     # Live updates beside polling: computed from these measurements and the price table.
     result["push"] = push.estimate(result, prices)
     # What a tenant's token budget adds: computed from the ledger's items and the price table.
+    # Imported here, not with this module: the ledger's modules make Powertools' metrics when
+    # imported, and the bench imports this module before the harness sets the functions' environment
+    # (its metrics namespace among it).
+    from outlast.bench import budgets  # noqa: PLC0415
+
     result["budgets"] = budgets.estimate(prices)
     return result
 

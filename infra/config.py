@@ -42,6 +42,10 @@ NOTIFIER_BATCH_SIZE = 100
 NOTIFIER_RETRY_ATTEMPTS = 2
 NOTIFIER_MAX_RECORD_AGE_SECONDS = 300
 SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
+# DynamoDB's default per-table throughput quota (read or write units a second) and the range of
+# target utilisations DynamoDB auto scaling accepts.
+DYNAMODB_MAX_CAPACITY = 40_000
+AUTO_SCALING_TARGET_RANGE = (20, 90)
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 
 # The retention periods CloudWatch Logs accepts.
@@ -68,6 +72,25 @@ def _csv(value: object) -> object:
     """Lists come as JSON lists from cdk.json and as comma-separated strings from `-c key=a,b`."""
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+class CapacityMode(StrEnum):
+    """How the DynamoDB tables are billed (DESIGN.md, "Cost discipline")."""
+
+    # Per request: no capacity to plan, nothing paid while idle; what local mode always emulates.
+    ON_DEMAND = "onDemand"
+    # Capacity units per hour, auto scaled on every table and index to the target utilisation.
+    PROVISIONED = "provisioned"
+
+
+def _capacity_mode(value: object) -> object:
+    """`onDemand`, `on-demand`, `PAY_PER_REQUEST`, `provisioned`, ...: case and separators ignored."""
+    if isinstance(value, str):
+        folded = value.strip().lower().replace("-", "").replace("_", "")
+        return {"ondemand": CapacityMode.ON_DEMAND, "payperrequest": CapacityMode.ON_DEMAND}.get(
+            folded, CapacityMode.PROVISIONED if folded == "provisioned" else value
+        )
     return value
 
 
@@ -153,6 +176,21 @@ class StageConfig(BaseModel):
         default=DEFAULT_STEP_OUTPUT_TOKENS, alias="stepOutputTokens", ge=16, le=16_384
     )
     step_concurrency: int = Field(default=4, alias="stepConcurrency", ge=1, le=32)
+
+    # DynamoDB capacity (every table and global secondary index alike, each scaled on its own).
+    billing_mode: Annotated[CapacityMode, BeforeValidator(_capacity_mode)] = Field(
+        default=CapacityMode.ON_DEMAND, alias="billingMode"
+    )
+    min_read_capacity: int = Field(default=1, alias="minReadCapacity", ge=1, le=DYNAMODB_MAX_CAPACITY)
+    max_read_capacity: int = Field(default=1000, alias="maxReadCapacity", ge=1, le=DYNAMODB_MAX_CAPACITY)
+    min_write_capacity: int = Field(default=1, alias="minWriteCapacity", ge=1, le=DYNAMODB_MAX_CAPACITY)
+    max_write_capacity: int = Field(default=1000, alias="maxWriteCapacity", ge=1, le=DYNAMODB_MAX_CAPACITY)
+    capacity_target_utilization: int = Field(
+        default=70,
+        alias="capacityTargetUtilization",
+        ge=AUTO_SCALING_TARGET_RANGE[0],
+        le=AUTO_SCALING_TARGET_RANGE[1],
+    )
 
     # Webhooks (DESIGN.md, "Webhooks for backends"): the retry schedule's scale (1 = 5 s ... 10 h;
     # local tests shrink it) and the failure-rate alarm.
@@ -240,6 +278,14 @@ class StageConfig(BaseModel):
                 (
                     self.api_throttle_burst_limit < self.api_throttle_rate_limit,
                     "apiThrottleBurstLimit must be at least apiThrottleRateLimit",
+                ),
+                (
+                    self.min_read_capacity > self.max_read_capacity,
+                    "minReadCapacity must not exceed maxReadCapacity",
+                ),
+                (
+                    self.min_write_capacity > self.max_write_capacity,
+                    "minWriteCapacity must not exceed maxWriteCapacity",
                 ),
             )
             if broken

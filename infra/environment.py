@@ -22,6 +22,7 @@ from functions.ws_authorizer.settings import AuthorizerSettings
 from functions.ws_connections.settings import ConnectionsSettings
 from infra.config import StageConfig
 from infra.names import FunctionName
+from shared import resources as r
 from shared.settings import EnvSettings
 
 Value = str | int | float | bool | tuple[str, ...] | None
@@ -126,8 +127,10 @@ def status_environment(
 
 
 def relay_environment(jobs_queue_url: str) -> dict[str, str]:
-    """The relay function: the queue it forwards new jobs to."""
-    return settings_environment(RelaySettings, {"jobs_queue_url": jobs_queue_url})
+    """The relay function: the queue it forwards new jobs to (plain settings, no pydantic model)."""
+    environment = {r.ENV_JOBS_QUEUE_URL: jobs_queue_url}
+    RelaySettings.from_environ(environment)  # the check the relay makes at cold start, at synth
+    return environment
 
 
 def worker_environment(

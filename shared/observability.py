@@ -3,16 +3,26 @@
 Correlation id: the API Gateway request id at the edge of a request, then the job id wherever
 a job is known (`bind_job`, which keeps the request id as `request_id`), so one job's story
 reads as one thread across functions and a caller's correlationId still finds its request.
+
+Tracing (cold start, docs/architecture.md): a traced function patches botocore only, not every
+library aws-xray-sdk supports that happens to be installed; a function whose tracing is off
+(`POWERTOOLS_TRACE_DISABLED`, as the API functions are deployed unless `apiTracing`, and every
+function in local mode) gets a tracer on a provider that records nothing, so aws-xray-sdk's
+recorder is never imported. Like Powertools' own constructors, this reads Powertools' variables
+when the module is imported.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
 
 # What the Lambda context would add to every line though CloudWatch already names it once per
 # log group: the function's name, ARN and memory. Every byte of every line is billed (DESIGN.md,
@@ -27,8 +37,75 @@ class _LeanFormatter(LambdaPowertoolsFormatter):
         super().append_keys(**{k: v for k, v in additional_keys.items() if k not in CONSTANT_CONTEXT_KEYS})
 
 
+# The only library whose calls a trace follows: the AWS SDK's (the model calls go through httpx2,
+# which aws-xray-sdk does not patch either way).
+TRACED_MODULES = ("botocore",)
+_TRUTHY = frozenset({"1", "y", "yes", "t", "true", "on"})  # Powertools' reading of a boolean variable
+
+
+class _NoSegment(BaseSegment):
+    """A segment that keeps nothing."""
+
+    def close(self, end_time: int | None = None) -> None:
+        """Nothing to close."""
+
+    def add_subsegment(self, subsegment: Any) -> None:
+        """Nothing is kept."""
+
+    def remove_subsegment(self, subsegment: Any) -> None:
+        """Nothing is kept."""
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        """Nothing is kept."""
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        """Nothing is kept."""
+
+    def add_exception(self, exception: BaseException, stack: Any, remote: bool = False) -> None:
+        """Nothing is kept."""
+
+
+class NoTracing(BaseProvider):
+    """The tracer's provider while tracing is off: what the disabled X-Ray recorder would do
+    (nothing), without importing it and its patching machinery at cold start."""
+
+    @contextmanager
+    def in_subsegment(self, name: str | None = None, **kwargs: Any) -> Iterator[BaseSegment]:
+        """A segment that records nothing."""
+        yield _NoSegment()
+
+    @asynccontextmanager
+    async def in_subsegment_async(self, name: str | None = None, **kwargs: Any) -> AsyncIterator[BaseSegment]:
+        """A segment that records nothing."""
+        yield _NoSegment()
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        """Nothing is kept."""
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        """Nothing is kept."""
+
+    def patch(self, modules: Sequence[str]) -> None:
+        """Nothing is patched."""
+
+    def patch_all(self) -> None:
+        """Nothing is patched."""
+
+
+def tracing_disabled() -> bool:
+    """Whether POWERTOOLS_TRACE_DISABLED turns tracing off, read as Powertools reads it."""
+    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower() in _TRUTHY
+
+
+def build_tracer() -> Tracer:
+    """Powertools' tracer: botocore patched when tracing is on, nothing imported when it is off."""
+    if tracing_disabled():
+        return Tracer(disabled=True, auto_patch=False, provider=NoTracing())
+    return Tracer(patch_modules=TRACED_MODULES)
+
+
 logger = Logger(logger_formatter=_LeanFormatter())
-tracer = Tracer()
+tracer = build_tracer()
 metrics = Metrics()
 
 

@@ -6,24 +6,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from shared.cursor import ListPosition
 from shared.errors import ConditionFailedError
-from shared.job import (
-    BlobLocation,
-    BudgetHold,
-    IdempotencyRecord,
-    JobError,
-    JobInput,
-    JobRecord,
-    JobResult,
-    JobSummary,
-    StepOutput,
-    Usage,
-)
 from shared.lifecycle import TERMINAL, JobStatus
-from shared.webhooks.egress import Destination
+
+if TYPE_CHECKING:
+    # Named in annotations only: importing the pydantic models here would make every user of a
+    # port pay for them, the relay (which has none) included.
+    from shared.cursor import ListPosition
+    from shared.job import (
+        BlobLocation,
+        BudgetHold,
+        IdempotencyRecord,
+        JobError,
+        JobInput,
+        JobRecord,
+        JobResult,
+        JobSummary,
+        StepOutput,
+        Usage,
+    )
+    from shared.webhooks.egress import Destination
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from shared import resources as r
 from shared.ids import normalize_job_id
 from shared.observability import logger, metrics
 from shared.ports import JobMessage, JobQueue
-from shared.stream_records import StreamRecord
+from shared.stream_records import StreamRecord, UnreadableRecordError
 
 
 @dataclass(frozen=True)
@@ -25,8 +23,8 @@ def _dispatches(records: Iterable[dict[str, Any]], trace_id: str) -> list[_Dispa
     dispatches = []
     for raw in records:
         try:
-            record = StreamRecord.model_validate(raw)
-        except ValidationError:
+            record = StreamRecord.parse(raw)
+        except UnreadableRecordError:
             # Not a record we can read, so not a job we could dispatch; a real job it hid is
             # re-sent by the sweeper after the grace period. Retrying it would only block the shard.
             logger.error("unreadable stream record skipped")

@@ -16,6 +16,7 @@ from shared.adapters.secrets import CachedSecretSource
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.cursor import CursorCodec
+from shared.lazy import once
 from shared.ports import JobRepository, PayloadStore, SecretSource
 
 
@@ -57,7 +58,7 @@ def build_dependencies(settings: StatusSettings) -> StatusDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, settings.idempotency_table),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         clock=SystemClock(),
         cursor_codec=cursor_codec,

@@ -13,6 +13,7 @@ from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
+from shared.lazy import once
 from shared.ports import JobRepository, PayloadStore
 
 
@@ -35,7 +36,7 @@ def build_dependencies(settings: SubmitSettings) -> SubmitDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, settings.idempotency_table),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         clock=SystemClock(),
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),

@@ -15,6 +15,7 @@ from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
+from shared.lazy import once
 from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
 
 
@@ -40,7 +41,7 @@ def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         queues={
             Lane.SHARED: SqsJobQueue(sqs, settings.jobs_queue_url),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +19,7 @@ from shared.adapters.secrets import CachedSecretSource
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.clock import Clock, SystemClock
+from shared.lazy import CLIENT_LOCK, once
 from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore, StepStore
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 # and leases would lapse. Each pool holds a batch of 10 several times over.
 _AWS_THREADS = 16
 _MODEL_THREADS = 32
+_PROVIDER_LOCK = threading.Lock()  # held while the provider is built (which makes a client too)
 
 
 @dataclass(frozen=True)
@@ -49,19 +52,18 @@ class WorkerDependencies:
 
 @cache
 def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
-    """Create AWS clients once per container; the model client when the first job needs it."""
+    """Create the DynamoDB client once per container; S3, SQS and the model client when first needed."""
     dynamodb = boto3.client("dynamodb")
 
-    @cache
-    def provider() -> ModelProvider:
+    def build_provider() -> ModelProvider:
         # Built on first use: the secrets client and the provider module cost cold-start time.
         from aws_lambda_powertools.utilities.parameters import SecretsProvider  # noqa: PLC0415
 
         from functions.worker.provider import OpenAIChatProvider, build_openai_client  # noqa: PLC0415
 
-        secrets = CachedSecretSource(
-            SecretsProvider(boto3_client=boto3.client("secretsmanager")), settings.secret_max_age_seconds
-        )
+        with CLIENT_LOCK:
+            client = boto3.client("secretsmanager")
+        secrets = CachedSecretSource(SecretsProvider(boto3_client=client), settings.secret_max_age_seconds)
         return OpenAIChatProvider(
             lambda: secrets.get(settings.openai_secret),
             lambda key: build_openai_client(key, settings.openai_base_url, settings.provider_timeout_seconds),
@@ -71,16 +73,45 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
         payloads=DynamoS3PayloadStore(
-            dynamodb, lambda: boto3.client("s3"), settings.jobs_table, settings.payload_bucket
+            dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         steps=DynamoStepStore(dynamodb, settings.jobs_table),
-        queues=_queues(boto3.client("sqs"), settings),
+        queues=QueuesOnFirstUse(settings, once(lambda: boto3.client("sqs"))),
         clock=SystemClock(),
-        provider=provider,
+        # Once, whichever job asks first: a batch's first jobs ask at the same time, on pool threads.
+        provider=once(build_provider, _PROVIDER_LOCK),
         executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
         model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,
     )
+
+
+class QueuesOnFirstUse(Mapping[Lane, JobQueue]):
+    """Both lanes' queues, whose SQS client is made when a queue is first used, not at cold start.
+
+    A job that succeeds never calls SQS (Lambda deletes the message of a record the batch
+    response does not name): only retries, early deliveries, releases and poison do, so most
+    containers never pay for the client.
+    """
+
+    def __init__(self, settings: WorkerSettings, sqs: Callable[[], SQSClient]) -> None:
+        self._settings = settings
+        self._sqs = sqs
+        self._queues: dict[Lane, JobQueue] | None = None
+
+    def _built(self) -> dict[Lane, JobQueue]:
+        if self._queues is None:
+            self._queues = _queues(self._sqs(), self._settings)
+        return self._queues
+
+    def __getitem__(self, lane: Lane) -> JobQueue:
+        return self._built()[lane]
+
+    def __iter__(self) -> Iterator[Lane]:
+        return iter(Lane)
+
+    def __len__(self) -> int:
+        return len(Lane)
 
 
 def _queues(sqs: SQSClient, settings: WorkerSettings) -> dict[Lane, JobQueue]:

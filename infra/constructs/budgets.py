@@ -16,7 +16,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from infra import grants
+from infra import capacity, grants
 from infra.config import StageConfig
 from infra.environment import budget_environment
 from infra.function_factory import FunctionFactory, FunctionSpec, removal_policy
@@ -39,7 +39,7 @@ class Budgets(Construct):
             BUDGETS_TABLE,
             partition_key=dynamodb.Attribute(name=r.BUDGETS_PARTITION_KEY, type=_STRING),
             sort_key=dynamodb.Attribute(name=r.BUDGETS_SORT_KEY, type=_STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            **capacity.table_billing(config),
             time_to_live_attribute=r.TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -53,7 +53,9 @@ class Budgets(Construct):
             partition_key=dynamodb.Attribute(name=r.BUDGET_CHECK_PARTITION, type=_STRING),
             sort_key=dynamodb.Attribute(name=r.BUDGET_CHECK_SORT, type=_STRING),
             projection_type=dynamodb.ProjectionType.ALL,
+            **capacity.index_capacity(config),
         )
+        capacity.auto_scale(self.table, config, indexes=(r.BUDGET_CHECK_INDEX,))
         self.function = factory.create(
             self,
             FunctionSpec(

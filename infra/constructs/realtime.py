@@ -39,7 +39,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import grants, nag
+from infra import capacity, grants, nag
 from infra.config import (
     DLQ_RETENTION_DAYS,
     NOTIFIER_BATCH_SIZE,
@@ -115,7 +115,7 @@ class Realtime(Construct):
         budgets: Budgets,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.connections_table = self._table()
+        self.connections_table = self._table(config)
         table = self.connections_table.table_name
         self.authorizer_function = self._function(
             factory,
@@ -191,13 +191,13 @@ class Realtime(Construct):
             FunctionName.NOTIFIER: self.notifier,
         }
 
-    def _table(self) -> dynamodb.Table:
-        return dynamodb.Table(
+    def _table(self, config: StageConfig) -> dynamodb.Table:
+        table = dynamodb.Table(
             self,
             CONNECTIONS_TABLE,
             partition_key=dynamodb.Attribute(name=r.CONNECTIONS_PARTITION_KEY, type=_STRING),
             sort_key=dynamodb.Attribute(name=r.CONNECTIONS_SORT_KEY, type=_STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            **capacity.table_billing(config),
             time_to_live_attribute=r.TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -206,6 +206,8 @@ class Realtime(Construct):
             # Tickets live 60 s and connections 2 h: nothing here outlives a stack worth keeping.
             removal_policy=RemovalPolicy.DESTROY,
         )
+        capacity.auto_scale(table, config)
+        return table
 
     def _function(
         self,

@@ -3,6 +3,8 @@
 Table keys, index names, key schemas and projections all come from `shared.resources`, the
 same definitions the integration tests build their moto tables from.
 
+Capacity: on demand, or provisioned with auto scaling on each table and index (`infra.capacity`).
+
 Encryption: both tables use the AWS managed key (alias/aws/dynamodb): encrypted at rest with
 key use recorded in CloudTrail, no key to pay for or to write a policy for. A customer managed
 key would matter only for cross-account key control or crypto-shredding, which outlast does
@@ -16,7 +18,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra import nag
+from infra import capacity, nag
 from infra.config import StageConfig
 from infra.function_factory import removal_policy
 from infra.names import IDEMPOTENCY_TABLE, JOBS_TABLE, PAYLOAD_BUCKET
@@ -37,7 +39,7 @@ class Storage(Construct):
             JOBS_TABLE,
             partition_key=dynamodb.Attribute(name=r.PARTITION_KEY, type=_STRING),
             sort_key=dynamodb.Attribute(name=r.SORT_KEY, type=_STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            **capacity.table_billing(config),
             # The outbox: the relay reads INSERTs of job items from it (NEW_IMAGE carries the type).
             stream=dynamodb.StreamViewType.NEW_IMAGE,
             time_to_live_attribute=r.TTL_ATTRIBUTE,
@@ -53,24 +55,28 @@ class Storage(Construct):
             # Only what a status document needs: each projected attribute is rewritten per transition.
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=list(r.LIST_INDEX_PROJECTION),
+            **capacity.index_capacity(config),
         )
         self.jobs_table.add_global_secondary_index(
             index_name=r.SWEEP_INDEX,
             partition_key=dynamodb.Attribute(name=r.SWEEP_INDEX_PARTITION, type=_STRING),
             sort_key=dynamodb.Attribute(name=r.SWEEP_INDEX_SORT, type=_STRING),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+            **capacity.index_capacity(config),
         )
+        capacity.auto_scale(self.jobs_table, config, indexes=(r.LIST_INDEX, r.SWEEP_INDEX))
         self.idempotency_table = dynamodb.Table(
             self,
             IDEMPOTENCY_TABLE,
             partition_key=dynamodb.Attribute(name=r.IDEMPOTENCY_PARTITION_KEY, type=_STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            **capacity.table_billing(config),
             time_to_live_attribute=r.TTL_ATTRIBUTE,
             point_in_time_recovery_specification=recovery,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             deletion_protection=config.retain_data,
             removal_policy=removal,
         )
+        capacity.auto_scale(self.idempotency_table, config)
         self.payload_bucket = s3.Bucket(
             self,
             PAYLOAD_BUCKET,

@@ -26,7 +26,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra import grants
+from infra import capacity, grants
 from infra.config import DLQ_EXTRA_RECEIVES, DLQ_RETENTION_DAYS, VISIBILITY_TIMEOUT_FACTOR, StageConfig
 from infra.constructs.outbox import secure_queue
 from infra.environment import webhook_sender_environment
@@ -94,7 +94,7 @@ class Webhooks(Construct):
             WEBHOOKS_TABLE,
             partition_key=dynamodb.Attribute(name=r.WEBHOOKS_PARTITION_KEY, type=_STRING),
             sort_key=dynamodb.Attribute(name=r.WEBHOOKS_SORT_KEY, type=_STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            **capacity.table_billing(config),
             time_to_live_attribute=r.TTL_ATTRIBUTE,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -108,7 +108,9 @@ class Webhooks(Construct):
             sort_key=dynamodb.Attribute(name=r.WEBHOOKS_TENANT_INDEX_SORT, type=_STRING),
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=list(r.WEBHOOKS_TENANT_INDEX_PROJECTION),
+            **capacity.index_capacity(config),
         )
+        capacity.auto_scale(table, config, indexes=(r.WEBHOOKS_TENANT_INDEX,))
         return table
 
     def grant_enqueue(self, notifier: lambda_.IFunction) -> None:

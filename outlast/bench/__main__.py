@@ -58,11 +58,21 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--only", default=",".join(SECTIONS), help=f"comma-separated sections (default: {','.join(SECTIONS)})"
     )
     parser.add_argument("--out-dir", type=Path, default=PROJECT_ROOT / "docs", help="where the report goes")
+    parser.add_argument(
+        "--invocations-per-cold-start",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the cold-start share the cost prices INIT at: 1 cold start per N invocations (default 100; "
+        "AWS: under 1%% of invocations)",
+    )
     arguments = parser.parse_args(argv)
     arguments.sections = [s.strip() for s in arguments.only.split(",") if s.strip()]
     unknown = set(arguments.sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    if arguments.invocations_per_cold_start < 1:
+        parser.error("--invocations-per-cold-start must be at least 1")
     return arguments
 
 
@@ -104,6 +114,20 @@ def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> 
     return results
 
 
+def _price_cold_starts(document: dict[str, Any], every: int) -> None:
+    """Price INIT in the cost section from the cold-start section (of this run or the last one)."""
+    cost = document.get("cost")
+    if cost is None or "invocationsPerJob" not in cost["designs"]["httpApi"]:
+        return  # no cost section, or one from before INIT was priced
+    from outlast.bench.cost import ColdStarts, apply_cold_starts  # noqa: PLC0415 - after argument parsing
+    from outlast.bench.prices import load_prices  # noqa: PLC0415
+
+    coldstart = document.get("coldstart")
+    measured = (coldstart or {}).get("run", {}).get("generatedAt", "?")
+    source = f"the cold-start section of {measured}, its coldExtraMs medians"
+    apply_cold_starts(cost, ColdStarts.from_section(coldstart, every, source), load_prices())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen benchmarks and write docs/benchmarks.json and docs/benchmarks.md."""
     arguments = _arguments(argv)
@@ -138,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     document = {key: value for key, value in previous.items() if key in SECTIONS}
     for name, section in results.items():
         document[name] = {**section, "run": stamp}
+    _price_cold_starts(document, arguments.invocations_per_cold_start)
     document = {"note": report.JSON_NOTE, **{name: document[name] for name in SECTIONS if name in document}}
     arguments.out_dir.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(document, indent=2) + "\n")

@@ -13,6 +13,12 @@ Three kinds of pass, on warm containers:
   for Lambda's billed duration; the worker's is measured without the time its model calls were
   in flight (the model wait is priced separately, per second);
 - the sweeper once per pass: a fixed monthly cost, not a per-job one.
+
+Two more figures come from the same counts: the provisioned-capacity stage option
+(`billingMode=provisioned`), where a job's write and read units divided by the target
+utilisation (70%) are the capacity-unit-hours it keeps provisioned; and Lambda's INIT, billed since
+August 2025, priced from the cold-start section's measured extra time per cold start at a stated
+share of cold starts (`apply_cold_starts`).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from outlast.bench import budgets, push
+from infra.config import StageConfig
+from outlast.bench import push
 from outlast.bench.harness import SHARED_SERVICE_NAME, FunctionSpec, Harness, Invocation, model_wait_seconds
 from outlast.bench.meter import ApiCall
 from outlast.bench.prices import PriceTable
@@ -59,6 +66,16 @@ _PLATFORM_LINE_LEVELS = frozenset({None, "DEBUG", "INFO"})
 # 20-second long poll: 5 x 3 receives a minute whether or not jobs arrive (an estimate).
 IDLE_SQS_RECEIVES_PER_MINUTE = 5 * 3
 STEP_FUNCTIONS_TRANSITIONS = 5
+SECONDS_PER_HOUR = 3600
+# The provisioned stage option's defaults (infra/config.py): what `billingMode=provisioned` deploys.
+_STAGE = StageConfig()
+PROVISIONED_UTILISATION = _STAGE.capacity_target_utilization / 100
+# Target tracking keeps a high and a low CloudWatch alarm per scaled dimension (an estimate of how
+# many Application Auto Scaling creates; they are billed as standard alarms).
+AUTO_SCALING_ALARMS_PER_TARGET = 2
+# AWS: "INITs (cold starts) typically occur in under 1% of invocations" (AWS Compute Blog, "AWS
+# Lambda standardizes billing for INIT Phase", 2025); the bench's default share, a parameter.
+DEFAULT_INVOCATIONS_PER_COLD_START = 100
 TEXT = "Outlast benchmark job {index}. It summarizes a short document. Two sentences are enough."
 _CDK_HASH = re.compile(r"[0-9A-F]{8}$")  # the hash CDK appends to logical ids
 _RATE = re.compile(r"rate\((\d+)\s+(minute|minutes|hour|hours)\)")
@@ -414,8 +431,24 @@ class Line:
         }
 
 
-def price_lines(q: Quantities, prices: PriceTable, api_price: str = "apiGatewayHttpRequest") -> list[Line]:
-    """Every priced line of one job, in dollars per million jobs."""
+def capacity_unit_hours(units: float, utilisation: float = PROVISIONED_UTILISATION) -> float:
+    """Provisioned capacity-unit-hours that serve `units` request units at the target utilisation.
+
+    One capacity unit serves one unit a second, 3,600 an hour; auto scaling keeps consumption at
+    `utilisation` of what is provisioned, so each consumed unit pays for 1 / utilisation.
+    """
+    return units / SECONDS_PER_HOUR / utilisation
+
+
+def price_lines(
+    q: Quantities,
+    prices: PriceTable,
+    api_price: str = "apiGatewayHttpRequest",
+    *,
+    utilisation: float | None = None,
+) -> list[Line]:
+    """Every priced line of one job, in dollars per million jobs (provisioned DynamoDB capacity at
+    `utilisation` when given, else on-demand request units)."""
 
     def line(service: str, item: str, quantity: float, unit: str, key: str, *, scale: float = 1.0) -> Line:
         return Line(service, item, quantity, unit, key, prices.cost(key, quantity * scale) * 1e6)
@@ -430,10 +463,38 @@ def price_lines(q: Quantities, prices: PriceTable, api_price: str = "apiGatewayH
         lines.append(
             line("Lambda", f"duration: {name} ({detail})", gb_seconds, "GB-seconds", "lambdaArmGbSecond")
         )
+    if utilisation is None:
+        lines += [
+            line("DynamoDB", "write units: tables", q.write_units_table, "WRU", "dynamodbWriteRequestUnit"),
+            line("DynamoDB", "write units: indexes", q.write_units_index, "WRU", "dynamodbWriteRequestUnit"),
+            line("DynamoDB", "read units", q.read_units, "RRU", "dynamodbReadRequestUnit"),
+        ]
+    else:
+        at = f"{q.write_units_table:g} units at {utilisation:.0%}"
+        lines += [
+            line(
+                "DynamoDB",
+                f"write capacity: tables ({at})",
+                capacity_unit_hours(q.write_units_table, utilisation),
+                "WCU-hours",
+                "dynamodbWriteCapacityUnitHour",
+            ),
+            line(
+                "DynamoDB",
+                f"write capacity: indexes ({q.write_units_index:g} units at {utilisation:.0%})",
+                capacity_unit_hours(q.write_units_index, utilisation),
+                "WCU-hours",
+                "dynamodbWriteCapacityUnitHour",
+            ),
+            line(
+                "DynamoDB",
+                f"read capacity ({q.read_units:g} units at {utilisation:.0%})",
+                capacity_unit_hours(q.read_units, utilisation),
+                "RCU-hours",
+                "dynamodbReadCapacityUnitHour",
+            ),
+        ]
     lines += [
-        line("DynamoDB", "write units: tables", q.write_units_table, "WRU", "dynamodbWriteRequestUnit"),
-        line("DynamoDB", "write units: indexes", q.write_units_index, "WRU", "dynamodbWriteRequestUnit"),
-        line("DynamoDB", "read units", q.read_units, "RRU", "dynamodbReadRequestUnit"),
         line(
             "DynamoDB Streams",
             "reads by the relay's trigger (the local poller's calls; free in AWS)",
@@ -642,29 +703,47 @@ def run(
             else "ideal (1.0): the worker benchmark did not run",
         },
         "fixedMonthly": fixed_monthly(h, prices, timings, "acct-sweep"),
+        "provisioned": provisioned_summary(busy, prices, h),
         "memoryMb": {name: spec.memory_mb for name, spec in sorted(h.functions.items())},
     }
+    finish(result)
     # Live updates beside polling: computed from these measurements and the price table.
     result["push"] = push.estimate(result, prices)
     # What a tenant's token budget adds: computed from the ledger's items and the price table.
+    # Imported here, not with this module: the ledger's modules make Powertools' metrics when
+    # imported, and the bench imports this module before the harness sets the functions' environment
+    # (its metrics namespace among it).
+    from outlast.bench import budgets  # noqa: PLC0415
+
     result["budgets"] = budgets.estimate(prices)
     return result
 
 
 def _designs(busy: Quantities, quiet: Quantities, prices: PriceTable) -> dict[str, Any]:
-    def design(q: Quantities, api_price: str, description: str) -> dict[str, Any]:
-        lines = price_lines(q, prices, api_price)
+    def design(
+        q: Quantities, api_price: str, description: str, *, utilisation: float | None = None
+    ) -> dict[str, Any]:
+        lines = price_lines(q, prices, api_price, utilisation=utilisation)
         return {
             "description": description,
             "usdPerMillionJobs": round(_total(lines), 2),
             "withoutObservabilityUsdPerMillionJobs": round(
                 _total([ln for ln in lines if ln.service not in {"CloudWatch Logs", "X-Ray"}]), 2
             ),
+            # What INIT is priced on (apply_cold_starts): each function's invocations per job.
+            "invocationsPerJob": {name: round(count, 6) for name, count in sorted(q.invocations.items())},
             "lines": [ln.as_json() for ln in lines],
         }
 
     return {
         "httpApi": design(busy, "apiGatewayHttpRequest", f"as built: HTTP API, batches of {busy.batch}"),
+        "httpApiProvisioned": design(
+            busy,
+            "apiGatewayHttpRequest",
+            "the same with `billingMode=provisioned`: DynamoDB capacity auto scaled at "
+            f"{PROVISIONED_UTILISATION:.0%} utilisation",
+            utilisation=PROVISIONED_UTILISATION,
+        ),
         "httpApiQuiet": design(
             quiet, "apiGatewayHttpRequest", "as built, quiet traffic: every batch holds one job"
         ),
@@ -676,3 +755,148 @@ def _designs(busy: Quantities, quiet: Quantities, prices: PriceTable) -> dict[st
             "the stream, relay and queue; one worker invocation per job",
         ),
     }
+
+
+def provisioned_summary(busy: Quantities, prices: PriceTable, h: Harness) -> dict[str, Any]:
+    """The provisioned option beside on demand: capacity-unit-hours per job and the idle floor."""
+    write_units = busy.write_units_table + busy.write_units_index
+    scaled = _scaled_resources(h)
+    minimum = _STAGE.min_read_capacity * prices["dynamodbReadCapacityUnitHour"].each + (
+        _STAGE.min_write_capacity * prices["dynamodbWriteCapacityUnitHour"].each
+    )
+    alarms = scaled * 2 * AUTO_SCALING_ALARMS_PER_TARGET
+    floor = {
+        "minimumCapacity": round(scaled * minimum * HOURS_PER_MONTH, 2),
+        "autoScalingAlarms": round(prices.cost("cloudwatchAlarmMonth", alarms), 2),
+    }
+    return {
+        "per_million_jobs_usd": None,  # set by finish(), from the httpApiProvisioned design
+        "targetUtilisation": PROVISIONED_UTILISATION,
+        "capacityUnitHoursPerJob": {
+            "write": round(capacity_unit_hours(write_units), 9),
+            "read": round(capacity_unit_hours(busy.read_units), 9),
+        },
+        "dynamodbUsdPerMillionJobs": {
+            "onDemand": round(
+                prices.cost("dynamodbWriteRequestUnit", write_units * 1e6)
+                + prices.cost("dynamodbReadRequestUnit", busy.read_units * 1e6),
+                4,
+            ),
+            "provisioned": round(
+                prices.cost("dynamodbWriteCapacityUnitHour", capacity_unit_hours(write_units) * 1e6)
+                + prices.cost("dynamodbReadCapacityUnitHour", capacity_unit_hours(busy.read_units) * 1e6),
+                4,
+            ),
+        },
+        "prices": {
+            key: {"usd": prices[key].usd, "per": prices[key].per, "unit": prices[key].unit}
+            for key in ("dynamodbWriteCapacityUnitHour", "dynamodbReadCapacityUnitHour")
+        },
+        "fixedMonthly": {
+            "usdPerMonth": floor,
+            "totalUsdPerMonth": round(sum(floor.values()), 2),
+            "scaledResources": scaled,
+            "minReadCapacity": _STAGE.min_read_capacity,
+            "minWriteCapacity": _STAGE.min_write_capacity,
+            "autoScalingAlarms": alarms,
+        },
+    }
+
+
+def _scaled_resources(h: Harness) -> int:
+    """Tables and global secondary indexes in the template: each is scaled on its own."""
+    tables = h.require_template().resources("AWS::DynamoDB::Table")
+    return sum(1 + len(t.properties.get("GlobalSecondaryIndexes", [])) for t in tables)
+
+
+# --- INIT (cold starts) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColdStarts:
+    """What a cold start adds to an invocation's billed time, and how often one happens."""
+
+    invocations_per_cold_start: int
+    extra_ms: dict[str, float]  # per function: the median billed time a cold start adds
+    source: str
+
+    @classmethod
+    def from_section(cls, coldstart: dict[str, Any] | None, every: int, source: str) -> ColdStarts:
+        """From a cold-start section of the report (none, or an old one without the figure: empty)."""
+        functions = (coldstart or {}).get("functions", {})
+        extra = {
+            name: float(data["coldExtraMs"]["median"])
+            for name, data in functions.items()
+            if data.get("coldExtraMs", {}).get("n")
+        }
+        return cls(every, extra, source if extra else "none: no cold-start section with coldExtraMs")
+
+
+def _init_line(name: str, invocations: float, cold: ColdStarts, memory_mb: int, prices: PriceTable) -> Line:
+    gb_seconds = invocations / cold.invocations_per_cold_start * cold.extra_ms[name] / 1000 * memory_mb / 1024
+    item = (
+        f"INIT: {name} (1 cold start per {cold.invocations_per_cold_start} invocations, "
+        f"{cold.extra_ms[name]:.0f} ms x {memory_mb} MB)"
+    )
+    return Line(
+        "Lambda",
+        item,
+        gb_seconds,
+        "GB-seconds",
+        "lambdaArmGbSecond",
+        prices.cost("lambdaArmGbSecond", gb_seconds) * 1e6,
+    )
+
+
+def apply_cold_starts(cost: dict[str, Any], cold: ColdStarts, prices: PriceTable) -> None:
+    """Add the INIT lines to every design and the sweeper's monthly cost, and total again.
+
+    Since 1 August 2025 Lambda bills the INIT phase of on-demand ZIP functions on managed
+    runtimes like the invocation itself (AWS Compute Blog, "AWS Lambda standardizes billing for
+    INIT Phase"); a cold start's first invocation also runs the composition root and the first
+    request's one-time work, which was always billed. Both are in `extra_ms`.
+    """
+    memory = cost["memoryMb"]
+    init_usd = 0.0
+    for name, design in cost["designs"].items():
+        lines = [line for line in design["lines"] if not line["item"].startswith("INIT: ")]
+        added = [
+            _init_line(function, count, cold, memory[function], prices).as_json()
+            for function, count in design["invocationsPerJob"].items()
+            if function in cold.extra_ms and function in memory
+        ]
+        design["lines"] = lines + added
+        design["usdPerMillionJobs"] = round(sum(ln["usdPerMillionJobs"] for ln in design["lines"]), 2)
+        design["withoutObservabilityUsdPerMillionJobs"] = round(
+            sum(
+                ln["usdPerMillionJobs"]
+                for ln in design["lines"]
+                if ln["service"] not in {"CloudWatch Logs", "X-Ray"}
+            ),
+            2,
+        )
+        if name == "httpApi":
+            init_usd = sum(ln["usdPerMillionJobs"] for ln in added)
+    fixed = cost["fixedMonthly"]
+    fixed["usdPerMonth"].pop("sweeperInit", None)
+    if "sweeper" in cold.extra_ms:
+        runs = fixed["sweeperRunsPerMonth"] / cold.invocations_per_cold_start
+        seconds = runs * cold.extra_ms["sweeper"] / 1000 * memory["sweeper"] / 1024
+        fixed["usdPerMonth"]["sweeperInit"] = round(prices.cost("lambdaArmGbSecond", seconds), 2)
+    fixed["totalUsdPerMonth"] = round(sum(fixed["usdPerMonth"].values()), 2)
+    cost["coldStarts"] = {
+        "invocationsPerColdStart": cold.invocations_per_cold_start,
+        "extraMsPerColdStart": dict(sorted(cold.extra_ms.items())),
+        "source": cold.source,
+        "usdPerMillionJobs": round(init_usd, 4),
+        "billing": "INIT billed since 2025-08-01 for on-demand ZIP functions on managed runtimes "
+        "(AWS Compute Blog, 'AWS Lambda standardizes billing for INIT Phase'); AWS: cold starts "
+        "typically occur in under 1% of invocations",
+    }
+    finish(cost)
+
+
+def finish(cost: dict[str, Any]) -> None:
+    """The headline figures from the designs (after any INIT lines were added)."""
+    cost["per_million_jobs_usd"] = cost["designs"]["httpApi"]["usdPerMillionJobs"]
+    cost["provisioned"]["per_million_jobs_usd"] = cost["designs"]["httpApiProvisioned"]["usdPerMillionJobs"]

@@ -96,6 +96,8 @@ class Provisioner:
         arguments.update({key: properties[key] for key in _TABLE_KEYS if key in properties})
         for index in arguments.get("GlobalSecondaryIndexes", []):
             index.pop("ContributorInsightsSpecification", None)
+            # Local tables are always on demand, whatever the stage's billingMode says.
+            index.pop("ProvisionedThroughput", None)
         stream = properties.get("StreamSpecification")
         if stream:
             arguments["StreamSpecification"] = {

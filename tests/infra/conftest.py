@@ -21,6 +21,15 @@ from infra.packaging import Packaging
 
 # Everything optional switched on, so that cdk-nag and cfn-lint see every resource the app can make.
 TEST_CONTEXT = {"bundle": "false", "alarmEmail": "ops@example.com"}
+# The same stage with provisioned DynamoDB capacity (auto scaling on every table and index).
+PROVISIONED_CONTEXT = {
+    **TEST_CONTEXT,
+    "billingMode": "provisioned",
+    "minReadCapacity": "2",
+    "maxReadCapacity": "200",
+    "minWriteCapacity": "3",
+    "maxWriteCapacity": "300",
+}
 
 
 @dataclass(frozen=True)
@@ -71,9 +80,27 @@ def _violations(outdir: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return _synthesize(tmp_path_factory, TEST_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def synthesized_provisioned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The stage with `billingMode=provisioned` (and capacity bounds of its own)."""
+    return _synthesize(tmp_path_factory, PROVISIONED_CONTEXT)
+
+
+@pytest.fixture(params=["on-demand", "provisioned"])
+def every_mode(request: pytest.FixtureRequest) -> Synthesized:
+    """Each capacity mode's synth in turn: the checks that must hold for both."""
+    name = "synthesized" if request.param == "on-demand" else "synthesized_provisioned"
+    synth: Synthesized = request.getfixturevalue(name)
+    return synth
+
+
+def _synthesize(tmp_path_factory: pytest.TempPathFactory, context: dict[str, str]) -> Synthesized:
     outdir = tmp_path_factory.mktemp("cdk.out")
     build = tmp_path_factory.mktemp("build")
-    app, stack = build_app(TEST_CONTEXT, outdir=str(outdir), packaging=Packaging(build_dir=build))
+    app, stack = build_app(context, outdir=str(outdir), packaging=Packaging(build_dir=build))
     synth_error = None
     try:
         app.synth()

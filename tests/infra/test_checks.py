@@ -16,14 +16,14 @@ pytestmark = pytest.mark.infra
 IGNORED_CFN_LINT_RULES = ["W3005"]
 
 
-def test_cdk_nag_reports_no_unacknowledged_findings(synthesized):
+def test_cdk_nag_reports_no_unacknowledged_findings(every_mode):
     findings = [
         (v["severity"], v["ruleName"], [c["constructPath"] for c in v["violatingConstructs"]])
-        for v in synthesized.violations
+        for v in every_mode.violations
     ]
 
     assert findings == []
-    assert synthesized.synth_error is None
+    assert every_mode.synth_error is None
 
 
 def test_every_acknowledgement_carries_a_real_reason(synthesized):
@@ -43,9 +43,9 @@ def test_every_acknowledgement_carries_a_real_reason(synthesized):
         assert not rule.endswith("AwsSolutions-IAM5"), (path, rule)
 
 
-def test_cfn_lint_finds_no_errors_or_warnings(synthesized):
+def test_cfn_lint_finds_no_errors_or_warnings(every_mode):
     matches = lint_file(
-        Path(synthesized.template_path), config=ManualArgs(ignore_checks=IGNORED_CFN_LINT_RULES)
+        Path(every_mode.template_path), config=ManualArgs(ignore_checks=IGNORED_CFN_LINT_RULES)
     )
 
     problems = [f"{m.rule.id} {m.message}" for m in matches if m.rule.id[0] in {"E", "W"}]

@@ -1,5 +1,5 @@
-"""`make bench`'s cost, worker and long-input benchmarks, run with tiny sizes: the report's shape,
-never its speed.
+"""`make bench`'s cost, worker, long-input and cold-start benchmarks, run with tiny sizes: the
+report's shape, never its speed.
 
 The benchmark runs in a child process (`python -m outlast.bench --smoke`) because it replaces
 stdout, hooks boto3's default session and imports the handlers against its own moto: none of
@@ -33,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost,longinput",
+            "worker,cost,longinput,coldstart",
             "--out-dir",
             str(out_dir),
         ],
@@ -77,6 +77,94 @@ def test_cost_section_prices_a_job_for_each_design(report: tuple[dict[str, Any],
     assert _positive(cost["modelWait"]["usdPerMillionJobsPerSecondOfWait"])
     assert _positive(cost["fixedMonthly"]["totalUsdPerMonth"])
     assert cost["priceTable"]["asOf"]
+
+
+def test_cost_prices_provisioned_capacity_beside_on_demand(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the cost benchmark
+    document, markdown = report
+    cost = document["cost"]
+    provisioned = cost["provisioned"]
+    per_job = cost["perJob"]
+    # Then the provisioned figure is its own design, and the headline stays the on-demand one
+    assert provisioned["per_million_jobs_usd"] == cost["designs"]["httpApiProvisioned"]["usdPerMillionJobs"]
+    assert cost["per_million_jobs_usd"] == cost["designs"]["httpApi"]["usdPerMillionJobs"]
+    assert provisioned["targetUtilisation"] == 0.7
+    # And its capacity-unit-hours are the job's request units over an hour's seconds at 70%
+    units = per_job["writeUnitsTables"] + per_job["writeUnitsIndexes"]
+    assert provisioned["capacityUnitHoursPerJob"]["write"] == pytest.approx(units / 3600 / 0.7, rel=1e-3)
+    assert provisioned["capacityUnitHoursPerJob"]["read"] == pytest.approx(
+        per_job["readUnits"] / 3600 / 0.7, rel=1e-3
+    )
+    # And only the DynamoDB lines differ from on demand: capacity-hours instead of request units
+    on_demand = {ln["item"]: ln for ln in cost["designs"]["httpApi"]["lines"]}
+    capacity = {ln["item"]: ln for ln in cost["designs"]["httpApiProvisioned"]["lines"]}
+    assert {ln["price"] for ln in capacity.values() if ln["service"] == "DynamoDB"} == {
+        "dynamodbWriteCapacityUnitHour",
+        "dynamodbReadCapacityUnitHour",
+    }
+    assert {k: v for k, v in capacity.items() if v["service"] != "DynamoDB"} == {
+        k: v for k, v in on_demand.items() if v["service"] != "DynamoDB"
+    }
+    dynamo = provisioned["dynamodbUsdPerMillionJobs"]
+    assert 0 < dynamo["provisioned"] < dynamo["onDemand"]
+    # And the idle floor of provisioned capacity is stated (5 scaled tables and 4 indexes)
+    assert provisioned["fixedMonthly"]["scaledResources"] == 9
+    assert _positive(provisioned["fixedMonthly"]["totalUsdPerMonth"])
+    assert "Provisioned capacity (`billingMode=provisioned`)" in markdown
+
+
+def test_cost_counts_lambda_init_at_the_stated_cold_start_share(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the cost and cold-start benchmarks
+    document, markdown = report
+    cost = document["cost"]
+    cold = cost["coldStarts"]
+    measured = document["coldstart"]["functions"]
+    # Then the cost priced INIT from this run's cold-start figures, at 1 cold start per 100 invocations
+    assert cold["invocationsPerColdStart"] == 100
+    assert cold["extraMsPerColdStart"] == {
+        name: data["coldExtraMs"]["median"] for name, data in sorted(measured.items())
+    }
+    # And each design carries one INIT line per function it invokes, in GB-seconds at that share
+    for name, design in cost["designs"].items():
+        init = {ln["item"].split(" ")[1]: ln for ln in design["lines"] if ln["item"].startswith("INIT: ")}
+        assert set(init) == set(design["invocationsPerJob"]), name
+        for function, line in init.items():
+            expected = (
+                design["invocationsPerJob"][function]
+                / 100
+                * cold["extraMsPerColdStart"][function]
+                / 1000
+                * cost["memoryMb"][function]
+                / 1024
+            )
+            assert line["quantityPerJob"] == pytest.approx(expected, abs=1e-6), (name, function)
+        total = sum(ln["usdPerMillionJobs"] for ln in design["lines"])
+        assert design["usdPerMillionJobs"] == pytest.approx(total, abs=0.01), name
+    assert _positive(cold["usdPerMillionJobs"])
+    assert "sweeperInit" in cost["fixedMonthly"]["usdPerMonth"]
+    assert "### Lambda INIT (cold starts)" in markdown
+
+
+def test_cold_start_section_splits_init_from_the_first_invocation(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the cold-start benchmark
+    document, markdown = report
+    section = document["coldstart"]
+    # Then every function (and the baseline) reports each phase, and what a cold start adds
+    for name, data in {"baseline": section["baseline"], **section["functions"]}.items():
+        for key in (
+            "spawnToAnswerMs",
+            "interpreterStartMs",
+            "importMs",
+            "compositionMs",
+            "firstInvokeMs",
+            "warmInvokeMs",
+            "coldExtraMs",
+        ):
+            assert _positive(data[key]["median"]), (name, key)
+        # And what it adds is at least its INIT (interpreter start and import) plus the composition
+        assert data["coldExtraMs"]["median"] >= data["initMs"]["median"], name
+    assert set(section["functions"]) == {"submit", "status", "relay", "worker", "sweeper"}
+    assert "## 3. Cold start" in markdown
 
 
 def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(

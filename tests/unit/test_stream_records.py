@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from shared import resources as r
-from shared.stream_records import StreamRecord
+from shared.stream_records import StreamRecord, UnreadableRecordError
 
 JOB_ID = "0b9e4c36-5d55-4a8b-9a11-8f1b7f3f1c2e"
 
@@ -48,7 +48,7 @@ def with_image(image: Any) -> dict[str, Any]:
 
 
 def test_a_job_insert_is_read() -> None:
-    record = StreamRecord.model_validate(raw())
+    record = StreamRecord.parse(raw())
 
     assert record.event_name == "INSERT"
     assert record.sequence_number == "111100000000012345678901"
@@ -58,7 +58,7 @@ def test_a_job_insert_is_read() -> None:
 
 def test_fields_the_relay_does_not_read_are_ignored() -> None:
     # Lambda adds fields over time (userIdentity for TTL deletes, new metadata): never a failure
-    record = StreamRecord.model_validate(raw(userIdentity={"type": "Service"}, somethingNew=[1, 2]))
+    record = StreamRecord.parse(raw(userIdentity={"type": "Service"}, somethingNew=[1, 2]))
 
     assert record.job_id == JOB_ID
 
@@ -68,7 +68,7 @@ def test_a_record_without_a_new_image_has_no_type_or_job_id() -> None:
     record = raw(eventName="REMOVE")
     del record["dynamodb"]["NewImage"]
 
-    parsed = StreamRecord.model_validate(record)
+    parsed = StreamRecord.parse(record)
 
     assert (parsed.event_name, parsed.item_type, parsed.job_id) == ("REMOVE", None, None)
 
@@ -83,15 +83,13 @@ def test_a_record_without_a_new_image_has_no_type_or_job_id() -> None:
     ],
 )
 def test_attributes_of_another_type_read_as_absent(image: dict[str, Any]) -> None:
-    parsed = StreamRecord.model_validate(with_image(image))
+    parsed = StreamRecord.parse(with_image(image))
 
     assert (parsed.item_type, parsed.job_id) == (None, None)
 
 
 def test_an_input_item_reads_as_its_type() -> None:
-    parsed = StreamRecord.model_validate(
-        with_image({"type": {"S": r.INPUT_ITEM_TYPE}, "jobId": {"S": JOB_ID}})
-    )
+    parsed = StreamRecord.parse(with_image({"type": {"S": r.INPUT_ITEM_TYPE}, "jobId": {"S": JOB_ID}}))
 
     assert parsed.item_type == r.INPUT_ITEM_TYPE
 
@@ -110,8 +108,8 @@ def test_an_input_item_reads_as_its_type() -> None:
     ],
 )
 def test_a_malformed_record_does_not_validate(broken: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError):
-        StreamRecord.model_validate(raw(**broken))
+    with pytest.raises(UnreadableRecordError):
+        StreamRecord.parse(raw(**broken))
 
 
 @pytest.mark.parametrize("missing", ["eventName", "dynamodb"])
@@ -119,12 +117,23 @@ def test_a_record_missing_a_required_part_does_not_validate(missing: str) -> Non
     record = raw()
     del record[missing]
 
-    with pytest.raises(ValidationError):
-        StreamRecord.model_validate(record)
+    with pytest.raises(UnreadableRecordError):
+        StreamRecord.parse(record)
+
+
+@pytest.mark.parametrize("record", [None, [], "INSERT", 7], ids=["null", "list", "string", "number"])
+def test_a_record_that_is_not_an_object_does_not_validate(record: object) -> None:
+    with pytest.raises(UnreadableRecordError):
+        StreamRecord.parse(record)
+
+
+def test_a_new_image_that_is_not_an_object_does_not_validate() -> None:
+    with pytest.raises(UnreadableRecordError):
+        StreamRecord.parse(with_image(["type", "job"]))
 
 
 def test_a_record_is_immutable() -> None:
-    record = StreamRecord.model_validate(raw())
+    record = StreamRecord.parse(raw())
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(FrozenInstanceError):
         record.event_name = "MODIFY"  # type: ignore[misc]

@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from outlast.commands.operator_console import OperatorConsole
 from outlast.operator import plan as p
 from outlast.operator.dispatch import AWS_ERRORS, Result
 from outlast.operator.dlq import (
@@ -463,15 +464,8 @@ def _run_document(
     return {"dryRun": False, "interrupted": interrupted, "notFound": missing, "steps": documents}
 
 
-class _Console:
-    """Human lines on stdout, or (with --json) one document on stdout and the lines on stderr."""
-
-    def __init__(self, as_json: bool) -> None:
-        self._json = as_json
-        self._stream = sys.stderr if as_json else sys.stdout
-
-    def line(self, text: str = "") -> None:
-        print(text, file=self._stream, flush=True)
+class _Console(OperatorConsole[p.Step]):
+    """`dlq redrive`'s lines: the DLQ it read, the plan of its messages, what each did."""
 
     def header(
         self,
@@ -503,18 +497,6 @@ class _Console:
                 f"note: {depth.in_flight} DLQ message(s) in flight: another run may hold some; "
                 "they come back when its hold ends"
             )
-
-    def plan(self, steps: Sequence[p.Step]) -> None:
-        if not steps:
-            self.line("nothing to do")
-            return
-        for step in steps:
-            self._describe(step)
-        counts = Counter(step.action.value for step in steps)
-        self.line(
-            "dry run: " + ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) + ". "
-            "Without --dry-run, a run does exactly this (each write re-checks its job first)."
-        )
 
     def _describe(self, step: p.Step) -> None:
         job = step.job

@@ -30,6 +30,7 @@ from outlast.commands.dlq import (
     now,
     queue_choice,
 )
+from outlast.commands.operator_console import OperatorConsole
 from outlast.operator import plan as p
 from outlast.operator.dispatch import Result
 from outlast.operator.inspect import (
@@ -486,17 +487,10 @@ def _run_documents(steps: Sequence[JobStep], outcomes: Sequence[JobOutcome]) -> 
     return documents
 
 
-class _RedriveConsole:
-    """Human lines on stdout, or (with --json) one document on stdout and the lines on stderr."""
+class _RedriveConsole(OperatorConsole[JobStep]):
+    """`jobs redrive`'s lines: the scan, the plan of its jobs, what each did."""
 
     SCAN_PROGRESS_EVERY = 10  # pages (1 MB each)
-
-    def __init__(self, as_json: bool) -> None:
-        self._json = as_json
-        self._stream = sys.stderr if as_json else sys.stdout
-
-    def line(self, text: str = "") -> None:
-        print(text, file=self._stream, flush=True)
 
     def scanning(self, query: FailedJobsQuery, at: datetime) -> None:
         self.line(
@@ -520,18 +514,6 @@ class _RedriveConsole:
         self.line(f"{len(steps)} job(s) selected")
         for job_id in not_found:
             self.line(f"no job {job_id} (never created, or expired: expired jobs are gone)")
-
-    def plan(self, steps: Sequence[JobStep]) -> None:
-        if not steps:
-            self.line("nothing to do")
-            return
-        for step in steps:
-            self._describe(step)
-        counts = Counter(step.action.value for step in steps)
-        self.line(
-            "dry run: " + ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) + ". "
-            "Without --dry-run, a run does exactly this (each write re-checks its job first)."
-        )
 
     def _describe(self, step: JobStep) -> None:
         job = step.job

@@ -16,13 +16,13 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from infra.names import DEFAULT_METRICS_NAMESPACE
-from shared.planner import (
+from shared.plan_parameters import (
     DEFAULT_CHUNK_TOKENS,
     DEFAULT_STEP_OUTPUT_TOKENS,
     PLAN_VERSION,
     PlanParameters,
-    check_plan_parameters,
 )
+from shared.planner import check_plan_parameters
 
 # Fixed by the design rather than per stage (DESIGN.md, "Cost discipline" and "Delivery and execution").
 WORKER_BATCH_SIZE = 10

@@ -23,6 +23,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from shared.budget_ports import BudgetLedger
 from shared.clock import to_iso
@@ -30,7 +31,9 @@ from shared.contract import BudgetDocument, StatusDocument
 from shared.job import BudgetHold, JobRecord, JobSummary, Usage
 from shared.lifecycle import is_terminal
 from shared.observability import logger, metrics
-from shared.planner import StepPlan, token_bound
+
+if TYPE_CHECKING:
+    from shared.planner import StepPlan
 
 # A limit of 0 tokens: no limit (the stage default's default, and `budgets set --unlimited`).
 UNLIMITED = 0
@@ -75,6 +78,10 @@ def effective_limit(configured: int | None, stage_default: int) -> int | None:
 
 def reservation_tokens(plan: StepPlan) -> int:
     """What one run of the plan reserves: the true upper bound of every call it makes."""
+    # Imported here: only submit and a redrive reserve, and they have planned already; status,
+    # the notifier and the sweeper read budgets without the planner (cold start).
+    from shared.planner import token_bound  # noqa: PLC0415
+
     return token_bound(plan)
 
 

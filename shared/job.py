@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDocument, UsageDocument
 from shared.lifecycle import JobStatus, is_terminal
-from shared.planner import PlanParameters
+from shared.plan_parameters import PlanParameters
 
 # Where an input or a result is: inside the job item (small ones), an item beside it, or S3.
 BlobLocation = Literal["job", "item", "s3"]
@@ -160,7 +160,7 @@ class JobRecord(JobSummary):
     solo: bool = False
     # Runs only from the isolation queue, one job per invocation, since a batch it was in crashed.
     isolated: bool = False
-    # What the plan was made from at submit (shared.planner.PlanParameters): every worker plans the
+    # What the plan was made from at submit (shared.plan_parameters): every worker plans the
     # same steps from them, whatever a later deploy's defaults are.
     plan: PlanParameters = PlanParameters()
     # A small input (until the job ends) or result, as JSON, when its location is "job".

@@ -43,14 +43,10 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from shared.contract import MAX_OUTPUT_TOKENS, Operation
+from shared.plan_parameters import PlanParameters
 from shared.prompts import PromptTemplate, template_for_version, template_named
 
-PLAN_VERSION = "plan-v1"
-DEFAULT_CHUNK_TOKENS = 6_000
-DEFAULT_STEP_OUTPUT_TOKENS = 800
 BYTES_PER_TOKEN = 4  # the estimate's rule of thumb
 
 # For budgets (DESIGN.md, "Token budgets"). OpenAI's own counting adds 3 tokens per message and 3
@@ -78,16 +74,6 @@ _PARAGRAPH_END = re.compile(r"\n\s*\n\s*")
 _SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+|[\u3002\uff01\uff1f]+\s*")
 _WORD_END = re.compile(r"\s+")
 _BOUNDARIES = (_PARAGRAPH_END, _SENTENCE_END, _WORD_END)
-
-
-class PlanParameters(BaseModel):
-    """What a job stores at submit, so that every later plan of it is the same plan."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    plan_version: str = PLAN_VERSION
-    chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, ge=1)
-    step_output_tokens: int = Field(default=DEFAULT_STEP_OUTPUT_TOKENS, ge=1)
 
 
 @dataclass(frozen=True)

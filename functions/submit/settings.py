@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from shared.planner import DEFAULT_CHUNK_TOKENS, DEFAULT_STEP_OUTPUT_TOKENS, PLAN_VERSION, PlanParameters
+from shared.plan_parameters import (
+    DEFAULT_CHUNK_TOKENS,
+    DEFAULT_STEP_OUTPUT_TOKENS,
+    PLAN_VERSION,
+    PlanParameters,
+)
 from shared.settings import BudgetPolicySettings, JobPolicySettings, StorageSettings
 
 

@@ -33,7 +33,7 @@ from shared.budgets import ReservationRef, new_reservation
 from shared.ids import new_job_id, new_sequence_id
 from shared.job import BudgetHold, JobRecord, Usage
 from shared.lifecycle import JobStatus
-from shared.planner import PlanParameters
+from shared.plan_parameters import PlanParameters
 
 TRANSACTION_FACTOR = 2  # transactional writes cost twice a standard write
 EVENTUAL_READ_UNITS = 0.5  # an eventually consistent read of up to 4 KB

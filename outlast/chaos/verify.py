@@ -32,7 +32,8 @@ from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.contract import Operation
 from shared.idempotency import scope_hash
 from shared.job import JobRecord, StepOutput
-from shared.planner import PlanParameters, StepKind, plan_job, step_messages
+from shared.plan_parameters import PlanParameters
+from shared.planner import StepKind, plan_job, step_messages
 from shared.prompts import template_for
 
 MAX_ATTEMPTS = 3  # the stack's default maxAttempts: each claim makes at most one model call

@@ -16,7 +16,7 @@ from shared.clock import epoch_seconds, from_iso, to_iso
 from shared.contract import Operation
 from shared.job import BudgetHold, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
-from shared.planner import PlanParameters
+from shared.plan_parameters import PlanParameters
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()

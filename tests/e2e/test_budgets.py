@@ -22,7 +22,8 @@ import pytest
 from outlast.commands import budgets
 from shared.budgets import reservation_tokens
 from shared.contract import Operation
-from shared.planner import PlanParameters, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from shared.prompts import template_for
 from tests.support.cli import run
 from tests.support.local_stack import RunningStack, assert_problem, assert_status_document, new_key

@@ -26,7 +26,8 @@ from shared.budgets import (
 from shared.contract import Operation
 from shared.job import BudgetHold, Usage
 from shared.lifecycle import JobStatus
-from shared.planner import PlanParameters, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from shared.prompts import template_for
 from tests.fakes import job_record
 from tests.support.answers import (

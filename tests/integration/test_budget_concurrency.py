@@ -34,7 +34,8 @@ from shared.clock import SystemClock
 from shared.contract import Operation, SubmitRequest
 from shared.errors import BudgetExceededError
 from shared.job import Caller
-from shared.planner import PlanParameters, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from shared.prompts import template_for
 from tests.support.answers import QUIET_METRICS
 from tests.support.aws import REGION

@@ -21,7 +21,8 @@ import pytest
 
 from outlast.local.model_server import MAX_BODY_BYTES, ModelServer, messages_hash
 from shared.contract import Operation
-from shared.planner import PlanParameters, StepPlan, final_output, plan_job, step_messages
+from shared.plan_parameters import PlanParameters
+from shared.planner import StepPlan, final_output, plan_job, step_messages
 from shared.prompts import MAP_TEMPLATES, REDUCE_TEMPLATES, template_for
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,8 @@ from shared.budgets import (
 from shared.contract import Operation
 from shared.job import BudgetHold, JobInput, JobRecord, Usage
 from shared.lifecycle import JobStatus
-from shared.planner import PlanParameters, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from tests.integration.test_operator_dlq import EXHAUSTED, World, create_world
 from tests.support import jobs
 

@@ -16,7 +16,8 @@ from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.contract import Operation
 from shared.job import JobInput, StepOutput, Usage
 from shared.lifecycle import JobStatus
-from shared.planner import PlanParameters, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from tests.integration.test_operator_dlq import World, build_cli, create_world
 from tests.support import jobs
 from tests.support.aws import REGION

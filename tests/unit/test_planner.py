@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from shared.contract import MAX_OUTPUT_TOKENS, Operation
+from shared.plan_parameters import PlanParameters
 from shared.planner import (
     MESSAGE_OVERHEAD_TOKENS,
     REREAD_TOKENS_PER_OUTPUT_TOKEN,
-    PlanParameters,
     Reduction,
     Step,
     StepKind,

@@ -21,7 +21,8 @@ from shared.errors import (
     StorageUnavailableError,
 )
 from shared.job import BudgetHold, Caller, IdempotencyRecord, JobInput, JobRecord
-from shared.planner import PlanParameters, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from shared.prompts import template_for
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore

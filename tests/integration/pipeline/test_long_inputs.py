@@ -17,7 +17,8 @@ import pytest
 from functions.worker.service import JobWorker
 from outlast.local.model_server import ModelServer
 from shared.contract import Operation
-from shared.planner import PlanParameters, StepKind, StepPlan, plan_job
+from shared.plan_parameters import PlanParameters
+from shared.planner import StepKind, StepPlan, plan_job
 from shared.prompts import template_for
 from tests.support.faults import WorkerCrash
 from tests.support.pipeline import Pipeline

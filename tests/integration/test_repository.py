@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -239,6 +239,33 @@ def test_a_claim_at_max_attempts_conflicts(storage: Storage) -> None:
     assert conflict.value.current is not None
     assert conflict.value.current.attempts == 3
     assert conflict.value.current.status is JobStatus.PENDING
+
+
+def test_a_claim_is_one_request_granted_or_refused(storage: Storage) -> None:
+    # Given a due Pending job and one that used all its attempts
+    repository = storage.repository()
+    due, exhausted = jobs.new_job(), jobs.new_job(attempts=3, max_attempts=3)
+    jobs.create(repository, due)
+    jobs.create(repository, exhausted)
+    operations: list[str] = []
+
+    def record(model: Any, **_: Any) -> None:
+        operations.append(model.name)
+
+    # When a worker claims both
+    storage.dynamodb.meta.events.register("before-call.dynamodb", record)
+    try:
+        jobs.claim(repository, due.job_id)
+        with pytest.raises(TransitionConflictError) as refused:
+            jobs.claim(repository, exhausted.job_id)
+    finally:
+        storage.dynamodb.meta.events.unregister("before-call.dynamodb", record)
+
+    # Then each claim was one UpdateItem with no read before it, and the refusal still says how
+    # the job stands (ReturnValuesOnConditionCheckFailure), which is how the worker tells a
+    # duplicate, an early and an exhausted delivery apart
+    assert operations == ["UpdateItem", "UpdateItem"]
+    assert refused.value.current == exhausted
 
 
 def test_a_transition_of_a_missing_job_conflicts_without_creating_it(storage: Storage) -> None:

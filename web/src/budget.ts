@@ -2,13 +2,11 @@
 // GET /v1/budget. It is read after sign-in and again whenever the jobs the console knows change in
 // a way that moves the budget: a new job (its submit reserved tokens) or a job that ended (the
 // notifier settles the run before it pushes the change, so the next read already shows it).
-import type { Api, BudgetDocument, StatusDocument } from "./api/client";
+import { type Api, type BudgetDocument, type StatusDocument, TERMINAL } from "./api/client";
 import { formatTime, h } from "./dom";
 
 // Several pushes often arrive together (a batch of jobs ending): one read for all of them.
 const SETTLE_MS = 400;
-
-const TERMINAL = new Set(["Succeeded", "Failed", "Canceled"]);
 
 function tokens(n: number): string {
   return n.toLocaleString("en-US");

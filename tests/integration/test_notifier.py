@@ -23,13 +23,13 @@ from websockets.sync.client import ClientConnection, connect
 from functions.notifier.handler import lambda_handler as notifier_handler
 from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketConfig, WebSocketFront
 from shared import resources as r
-from shared.adapters.dynamo_items import job_to_item
 from shared.adapters.dynamodb_connections import DynamoConnectionStore
 from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.realtime import Connection
 from tests.support import jobs
 from tests.support.aws import REGION, create_connections_table, create_webhooks_queues, create_webhooks_table
+from tests.support.events import job_stream_record as _record
 from tests.support.lambda_context import FakeLambdaContext
 
 if TYPE_CHECKING:
@@ -86,26 +86,6 @@ def sockets(resources: TestResources, monkeypatch: pytest.MonkeyPatch) -> Iterat
         yield Sockets(registry, front, management, store, clients)
     front.stop()
     management.stop()
-
-
-def _record(job: JobRecord, sequence: int, kind: str, event_name: str = "MODIFY") -> dict[str, Any]:
-    image = job_to_item(job, sweep_at=None)
-    image[r.WRITE_KIND_ATTRIBUTE] = {"S": kind}
-    return {
-        "eventID": f"e{sequence}",
-        "eventName": event_name,
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": REGION,
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/jobs/stream/2030-01-01T00:00:00.000",
-        "dynamodb": {
-            "Keys": {r.PARTITION_KEY: image[r.PARTITION_KEY], r.SORT_KEY: image[r.SORT_KEY]},
-            "NewImage": image,
-            "SequenceNumber": f"{sequence:021d}",
-            "SizeBytes": 100,
-            "StreamViewType": "NEW_IMAGE",
-        },
-    }
 
 
 def _at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:

@@ -27,7 +27,6 @@ from functions.notifier.handler import lambda_handler as notifier_handler
 from functions.webhook_sender.handler import lambda_handler as sender_handler
 from outlast.local.event_sources import SqsSource
 from shared import resources as r
-from shared.adapters.dynamo_items import job_to_item
 from shared.adapters.dynamodb_webhooks import DynamoEndpointStore
 from shared.job import JobRecord
 from shared.lifecycle import JobStatus
@@ -40,6 +39,7 @@ from tests.support.aws import (
     create_webhooks_queues,
     create_webhooks_table,
 )
+from tests.support.events import job_stream_record
 from tests.support.lambda_context import FakeLambdaContext
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:No application metrics")]
@@ -156,26 +156,10 @@ def receiver(request: pytest.FixtureRequest) -> Iterator[Receiver]:
 
 
 def _record(job: JobRecord, sequence: int) -> dict[str, Any]:
-    image = job_to_item(job, sweep_at=None)
     kind = (
         "terminal" if job.status in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED} else "claim"
     )
-    image[r.WRITE_KIND_ATTRIBUTE] = {"S": kind}
-    return {
-        "eventID": f"e{sequence}",
-        "eventName": "MODIFY",
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": REGION,
-        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/jobs/stream/2030-01-01T00:00:00.000",
-        "dynamodb": {
-            "Keys": {r.PARTITION_KEY: image[r.PARTITION_KEY], r.SORT_KEY: image[r.SORT_KEY]},
-            "NewImage": image,
-            "SequenceNumber": f"{sequence:021d}",
-            "SizeBytes": 100,
-            "StreamViewType": "NEW_IMAGE",
-        },
-    }
+    return job_stream_record(job, sequence, kind)
 
 
 def _succeeded(tenant: str = "acme") -> JobRecord:

@@ -8,6 +8,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from shared import resources as r
+from shared.adapters.dynamo_items import job_to_item
+from shared.job import JobRecord
+
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 _MISSING = object()
 
@@ -78,3 +82,27 @@ def job_event(name: str, job_id: str, **overrides: Any) -> dict[str, Any]:
     """A status/result/cancel request for a job id."""
     suffix = {"get_status": "", "get_result": "/result", "cancel": "/cancellation"}[name]
     return api_event(name, path=f"/v1/jobs/{job_id}{suffix}", **overrides)
+
+
+def job_stream_record(
+    job: JobRecord, sequence: int, kind: str = "claim", event_name: str = "MODIFY"
+) -> dict[str, Any]:
+    """A jobs table stream record, as Lambda hands it to the notifier: the job as the adapter
+    writes it, with the write kind (`w`) the writer recorded."""
+    image = job_to_item(job, sweep_at=None)
+    image[r.WRITE_KIND_ATTRIBUTE] = {"S": kind}
+    return {
+        "eventID": f"e{sequence}",
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/jobs/stream/2030-01-01T00:00:00.000",
+        "dynamodb": {
+            "Keys": {r.PARTITION_KEY: image[r.PARTITION_KEY], r.SORT_KEY: image[r.SORT_KEY]},
+            "NewImage": image,
+            "SequenceNumber": f"{sequence:021d}",
+            "SizeBytes": 100,
+            "StreamViewType": "NEW_IMAGE",
+        },
+    }

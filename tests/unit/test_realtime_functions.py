@@ -19,7 +19,6 @@ from functions.ws_authorizer.service import ConnectRequest, authorize
 from functions.ws_connections.dependencies import ConnectionsDependencies
 from functions.ws_connections.service import RouteEvent, handle
 from shared import resources as r
-from shared.adapters.dynamo_items import job_to_item
 from shared.adapters.job_stream import job_change
 from shared.errors import StorageUnavailableError
 from shared.job import Caller, JobRecord
@@ -30,6 +29,7 @@ from shared.webhooks.deliveries import DeliveryEnqueuer
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
+from tests.support.events import job_stream_record as _record
 from tests.webhook_fakes import InMemoryEndpointStore, RecordingDeliveryQueue
 
 ALICE = Caller(tenant="user:alice", sub="alice")
@@ -188,17 +188,6 @@ class TestConnections:
         assert handle(deps, _route("$disconnect", "c1", ALICE, 1)) == {"statusCode": 200}
 
         assert [c.connection_id for c in store.connections_of(ALICE)] == ["c2"]
-
-
-def _record(job: JobRecord, sequence: int, kind: str = "claim", event_name: str = "MODIFY") -> dict[str, Any]:
-    image = job_to_item(job, sweep_at=None)
-    image["w"] = {"S": kind}
-    return {
-        "eventID": f"e{sequence}",
-        "eventName": event_name,
-        "eventSource": "aws:dynamodb",
-        "dynamodb": {"SequenceNumber": str(sequence), "NewImage": image, "StreamViewType": "NEW_IMAGE"},
-    }
 
 
 def _job_at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:

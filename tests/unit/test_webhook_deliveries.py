@@ -10,7 +10,6 @@ import pytest
 
 from functions.notifier.dependencies import NotifierDependencies
 from functions.notifier.service import BatchNotifier
-from shared.adapters.dynamo_items import job_to_item
 from shared.adapters.job_stream import job_change
 from shared.errors import StorageUnavailableError
 from shared.job import JobError, JobRecord
@@ -23,20 +22,10 @@ from shared.webhooks.signing import generate_secret
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
+from tests.support.events import job_stream_record as _record
 from tests.webhook_fakes import InMemoryEndpointStore, RecordingDeliveryQueue
 
 NOW = datetime(2030, 3, 17, 17, 46, 31, 870_000, tzinfo=UTC)
-
-
-def _record(job: JobRecord, sequence: int, kind: str, event_name: str = "MODIFY") -> dict[str, Any]:
-    image = job_to_item(job, sweep_at=None)
-    image["w"] = {"S": kind}
-    return {
-        "eventID": f"e{sequence}",
-        "eventName": event_name,
-        "eventSource": "aws:dynamodb",
-        "dynamodb": {"SequenceNumber": str(sequence), "NewImage": image, "StreamViewType": "NEW_IMAGE"},
-    }
 
 
 def _change(job: JobRecord, kind: str = "terminal") -> JobChange:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import resources as r
+from shared.adapters.due_index import query_due
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import deserialize, serialize
 from shared.budgets import (
@@ -219,16 +220,17 @@ class DynamoBudgetLedger:
 
     def due(self, shard: str, due_by: datetime, limit: int) -> list[Reservation]:
         """One Query on the sparse index: only open reservations carry its keys."""
-        with storage_errors():
-            response = self._client.query(
-                TableName=self._table,
-                IndexName=r.BUDGET_CHECK_INDEX,
-                KeyConditionExpression="#shard = :shard AND #at <= :due",
-                ExpressionAttributeNames={"#shard": r.BUDGET_CHECK_PARTITION, "#at": r.BUDGET_CHECK_SORT},
-                ExpressionAttributeValues=serialize({":shard": shard, ":due": to_iso(due_by)}),
-                Limit=limit,
-            )
-        return [reservation_from_item(item) for item in response.get("Items", [])]
+        items = query_due(
+            self._client,
+            table=self._table,
+            index=r.BUDGET_CHECK_INDEX,
+            partition=r.BUDGET_CHECK_PARTITION,
+            sort=r.BUDGET_CHECK_SORT,
+            shard=shard,
+            due_by=due_by,
+            limit=limit,
+        )
+        return [reservation_from_item(item) for item in items]
 
     def defer(self, reservation: Reservation, check_at: datetime) -> None:
         """Move the reservation's check time, if it is still open."""

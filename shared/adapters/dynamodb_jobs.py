@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared import resources as r
+from shared.adapters.due_index import query_due
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
     BUDGET_ATTRIBUTES,
@@ -19,6 +20,7 @@ from shared.adapters.dynamo_items import (
     idempotency_key,
     idempotency_to_item,
     job_from_item,
+    job_id_of,
     job_key,
     job_to_item,
     serialize,
@@ -263,16 +265,17 @@ class DynamoJobRepository:
 
     def sweep_candidates(self, shard: str, due_by: datetime, limit: int) -> list[str]:
         """One query on the sparse sweeper index: only watched jobs carry its keys, so no scan."""
-        with storage_errors():
-            response = self._client.query(
-                TableName=self._jobs_table,
-                IndexName=r.SWEEP_INDEX,
-                KeyConditionExpression="#shard = :shard AND #at <= :due",
-                ExpressionAttributeNames={"#shard": r.SWEEP_INDEX_PARTITION, "#at": r.SWEEP_INDEX_SORT},
-                ExpressionAttributeValues=serialize({":shard": shard, ":due": to_iso(due_by)}),
-                Limit=limit,
-            )
-        return [item[r.PARTITION_KEY]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
+        items = query_due(
+            self._client,
+            table=self._jobs_table,
+            index=r.SWEEP_INDEX,
+            partition=r.SWEEP_INDEX_PARTITION,
+            sort=r.SWEEP_INDEX_SORT,
+            shard=shard,
+            due_by=due_by,
+            limit=limit,
+        )
+        return [job_id_of(item) for item in items]
 
     def _conditional_update(self, job_id: str, update: UpdateBuilder, kind: WriteKind) -> JobRecord:
         # Every job write says what it was and counts itself: the stream's consumers read both.

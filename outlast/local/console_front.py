@@ -43,6 +43,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # keep-alive: else a delayed ACK holds each body ~40 ms
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -154,6 +154,7 @@ class _Front(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # keep-alive: else a delayed ACK holds each body ~40 ms
     server: _Front
 
     def log_message(self, format: str, *args: Any) -> None:

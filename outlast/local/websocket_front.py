@@ -495,6 +495,7 @@ class _ManagementServer(ThreadingHTTPServer):
 
 class _ManagementHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # keep-alive: else a delayed ACK holds each body ~40 ms
     server: _ManagementServer
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -4,11 +4,9 @@ The OpenAPI document is generated from these models (docs/openapi.json), so a fi
 changed here changes the published contract, and the drift test says so.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, Strict, model_validator
 from pydantic.alias_generators import to_camel
@@ -125,7 +123,7 @@ class SubmitRequest(StrictRequestModel):
     options: JobOptions | None = None
 
     @model_validator(mode="after")
-    def _labels_match_operation(self) -> SubmitRequest:
+    def _labels_match_operation(self) -> Self:
         labels = self.options.labels if self.options else None
         if self.operation is Operation.CLASSIFY and not labels:
             raise PydanticCustomError("labels_required", "classify needs options.labels")

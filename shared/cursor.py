@@ -5,8 +5,6 @@ position, the caller and the status filter. A caller can neither forge a positio
 another caller's cursor (or its own with another filter): all three fail verification.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import hashlib

@@ -1,7 +1,5 @@
 """The job as stored: the record each transition rewrites, and the items beside it."""
 
-from __future__ import annotations
-
 import json
 from datetime import datetime
 from typing import Literal
@@ -167,13 +165,13 @@ class JobRecord(JobSummary):
     input_body: str | None = None
     result_body: str | None = None
 
-    def inline_input(self) -> JobInput | None:
+    def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""
         if self.input_body is None:
             return None
         return JobInput.model_validate({**json.loads(self.input_body), "job_id": self.job_id})
 
-    def inline_result(self) -> JobResult | None:
+    def inline_result(self) -> "JobResult | None":
         """The result this job item carries itself, if it does."""
         if self.result_body is None:
             return None

@@ -1,7 +1,5 @@
 """Queue message bodies parsed into domain messages before any logic runs."""
 
-from __future__ import annotations
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.ids import normalize_job_id

@@ -5,8 +5,6 @@ planner (its regular expressions and the prompt templates) at cold start: only s
 worker plan.
 """
 
-from __future__ import annotations
-
 from pydantic import BaseModel, ConfigDict, Field
 
 PLAN_VERSION = "plan-v1"

@@ -12,8 +12,6 @@ Pure domain code: no AWS client here. The stores and the WebSocket management AP
   older revision after a newer one from the same batch.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import hashlib

@@ -1,7 +1,5 @@
 """Settings: one pydantic model per function, read from the environment once, at cold start."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from typing import Annotated, Self
@@ -23,7 +21,9 @@ CsvTuple = Annotated[tuple[str, ...], BeforeValidator(_split_csv)]
 class EnvSettings(BaseModel):
     """Base of the settings models: fields are aliased to environment variable names."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    # Built at first use: a function validates only its own settings model, never these bases,
+    # so its cold start need not build theirs.
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Self:
@@ -73,7 +73,7 @@ class JobPolicySettings(EnvSettings):
     max_crashes: int = Field(default=2, alias="MAX_CRASHES", ge=1, le=10)
 
     @model_validator(mode="after")
-    def _consistent(self) -> JobPolicySettings:
+    def _consistent(self) -> Self:
         # A claim that outlived its job could replay an expired job or re-create a deleted one.
         if self.idempotency_ttl_hours > self.job_retention_days * 24:
             raise ValueError("IDEMPOTENCY_TTL_HOURS must not exceed JOB_RETENTION_DAYS")

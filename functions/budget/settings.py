@@ -1,7 +1,5 @@
 """Settings of the budget function."""
 
-from __future__ import annotations
-
 from shared.settings import BudgetPolicySettings
 
 

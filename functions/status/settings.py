@@ -1,7 +1,5 @@
 """Settings of the status function (status, result, list and cancel)."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from shared import resources as r

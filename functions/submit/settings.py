@@ -1,7 +1,5 @@
 """Settings of the submit function."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from shared.plan_parameters import (

@@ -1,7 +1,5 @@
 """Settings of the sweeper function."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from shared import resources as r

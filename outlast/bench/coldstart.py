@@ -8,7 +8,9 @@ invocation paid only once. `coldExtraMs`, interpreter start + import + compositi
 first invocation's excess over the warm one, is what a cold start adds to the billed duration:
 the cost section prices it (Lambda bills INIT since August 2025). The
 baseline is the least any function could do: import boto3, create a client, make one call.
-Functions and the baseline take turns (round-robin, the order rotating each round), so a busy
+Each design's floor (`FLOORS`) is the least a function of that design could do: the libraries
+it prescribes and the first request's essential calls, none of the project's code. Functions,
+floors and the baseline take turns (round-robin, the order rotating each round), so a busy
 moment of the machine is shared out; the report gives medians and the ratio to the baseline.
 
 Each child looks like a Lambda execution environment to the libraries it imports: it runs in
@@ -55,8 +57,19 @@ from outlast.local.lambda_runtime import host_environment
 from shared.adapters.dynamo_items import job_key
 from shared.adapters.sqs_queue import encode_message
 from shared.ports import JobMessage
+from shared.resources import ENV_OPENAI_SECRET
 
 BASELINE = "baseline"
+# The least a function of each design could do, measured like the functions (`CHILD`): the
+# libraries the design prescribes, set up as deployed, and the first request's essential calls.
+# The API floor: Powertools' logger, metrics and HTTP resolver with validation, one pydantic model
+# and one get_item (in the status function's environment: tracer off). The worker floor:
+# Powertools' logger, metrics and tracer patching botocore (on, as the worker is deployed), the
+# openai SDK, and a job's four essential requests: a claim (an UpdateItem), the API key from
+# Secrets Manager (a client of its own), the chat completion, the terminal write. What a function
+# measures above its floor is its own code and its extra requests; a target under the floor
+# cannot be met by any code.
+FLOORS = {"apiFloor": "status", "workerFloor": "worker"}
 FUNCTIONS = ("submit", "status", "relay", "worker", "sweeper")
 SAMPLE_SUB = "3b7c1d2e-8f4a-4c6b-9d1e-2f3a4b5c6d7e"  # the caller in events/*.json
 RUN_TIMEOUT_SECONDS = 120
@@ -102,6 +115,53 @@ if config["kind"] == "baseline":
     done = time.perf_counter()
     done_wall = time.time()
     warm_ok = "ResponseMetadata" in client.get_item(**config["call"])
+elif config["kind"] == "apiFloor":
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+    from pydantic import BaseModel
+    import boto3
+
+    class Answer(BaseModel):
+        found: bool
+
+    logger, metrics, app = Logger(), Metrics(), APIGatewayHttpResolver(enable_validation=True)
+    imported = time.perf_counter()
+    client = boto3.client("dynamodb")
+    composed = time.perf_counter()
+
+    def answer():
+        reply = client.get_item(**config["call"])
+        return Answer.model_validate({"found": "Item" in reply}).model_dump()["found"]
+
+    ok = answer()
+    done = time.perf_counter()
+    done_wall = time.time()
+    warm_ok = answer()
+elif config["kind"] == "workerFloor":
+    from aws_lambda_powertools import Logger, Metrics, Tracer
+    import boto3
+    import openai
+
+    logger, metrics, tracer = Logger(), Metrics(), Tracer(patch_modules=("botocore",))
+    imported = time.perf_counter()
+    client = boto3.client("dynamodb")
+    composed = time.perf_counter()
+
+    def answer():
+        # A job's four essential requests: claim, API key, model call, terminal write.
+        client.update_item(**config["write"])
+        key = boto3.client("secretsmanager").get_secret_value(SecretId=config["secret"])["SecretString"]
+        model = openai.OpenAI(api_key=key, base_url=config["modelUrl"], max_retries=0)
+        chat = model.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Summarize: it is short."}]
+        )
+        client.update_item(**config["write"])
+        return bool(chat.choices[0].message.content)
+
+    ok = answer()
+    done = time.perf_counter()
+    done_wall = time.time()
+    warm_ok = answer()
 else:
     module = importlib.import_module(config["module"])
     imported = time.perf_counter()
@@ -254,15 +314,28 @@ class _Runs:
 
     def config(self, name: str, run: int) -> tuple[dict[str, Any], dict[str, str]]:
         out = str(self.workdir / f"{name}-{run}.json")
-        if name == BASELINE:
-            status = self.h.functions["status"]
-            environment = {**self.h.function_environment("status"), **lambda_variables(status)}
+        if name == BASELINE or name in FLOORS:
+            # The baseline and the API floor in the status function's environment, the worker
+            # floor in the worker's (its tracer on, as deployed).
+            function = FLOORS.get(name, "status")
+            spec = self.h.functions[function]
+            environment = self.h.function_environment(function)
             return {
-                "kind": BASELINE,
+                "kind": name,
                 "out": out,
-                "cwd": str(status.code_dir),
+                "cwd": str(spec.code_dir),
                 "call": {"TableName": self.table, "Key": self.probe_key, "ConsistentRead": True},
-            }, environment
+                "modelUrl": environment.get("OPENAI_BASE_URL", ""),
+                "secret": environment.get(ENV_OPENAI_SECRET, ""),
+                # A scratch item of the jobs table, written as a claim and a terminal write are.
+                "write": {
+                    "TableName": self.table,
+                    "Key": job_key(f"floor-{run}"),
+                    "UpdateExpression": "SET #s = :s",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": {":s": {"S": "Running"}},
+                },
+            }, child_environment(environment, spec)
         spec = self.h.functions[name]
         config: dict[str, Any] = {
             "kind": "function",
@@ -328,7 +401,7 @@ def _spawn(config: dict[str, Any], environment: dict[str, str]) -> dict[str, Any
 
 def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line: None) -> dict[str, Any]:
     """The cold start section of the report."""
-    names = [BASELINE, *FUNCTIONS]
+    names = [BASELINE, *FLOORS, *FUNCTIONS]
     samples: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory(prefix="outlast-bench-") as workdir:
         plan = _Runs(h, runs, Path(workdir))
@@ -369,13 +442,14 @@ def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line:
     return {
         "runsPerFunction": runs,
         "baseline": report.pop(BASELINE),
+        "floors": {name: report.pop(name) for name in FLOORS},
         "functions": report,
         "method": "fresh `python -c` per run in the function's code asset with the Lambda runtime's "
         "variables (LAMBDA_TASK_ROOT and the rest): import the handler module, run its composition root "
         "(`build_dependencies(<Settings>.from_environ())`), build the event (events/*.json for the API "
         "functions), invoke once against moto, then once more warm; spawn-to-answer wall time of the "
-        "first answer, functions and a `boto3.client('dynamodb').get_item` baseline interleaved "
-        "round-robin; medians",
+        "first answer, functions, the two designs' floors and a `boto3.client('dynamodb').get_item` "
+        "baseline interleaved round-robin; medians",
     }
 
 

@@ -167,6 +167,21 @@ def test_cold_start_section_splits_init_from_the_first_invocation(report: tuple[
     assert "## 3. Cold start" in markdown
 
 
+def test_cold_start_section_measures_each_designs_floor(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the cold-start benchmark
+    document, markdown = report
+    floors = document["coldstart"]["floors"]
+    # Then both floors were measured like the functions, their ratio to the same baseline
+    assert set(floors) == {"apiFloor", "workerFloor"}
+    for name, data in floors.items():
+        assert _positive(data["spawnToAnswerMs"]["median"]), name
+        assert data["ratioToBaseline"] > 0, name
+    # And the report names them and compares the functions with them
+    assert "| floor: API design" in markdown
+    assert "| floor: worker design" in markdown
+    assert f"floor {floors['apiFloor']['ratioToBaseline']}x" in markdown
+
+
 def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(
     report: tuple[dict[str, Any], str],
 ) -> None:

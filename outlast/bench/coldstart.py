@@ -54,10 +54,10 @@ from outlast.bench.harness import FunctionSpec, Harness
 from outlast.bench.stats import summary
 from outlast.local.event_sources import scheduled_event
 from outlast.local.lambda_runtime import host_environment
-from shared.adapters.dynamo_items import job_key
+from shared.adapters.dynamo_items import idempotency_key, job_key
 from shared.adapters.sqs_queue import encode_message
 from shared.ports import JobMessage
-from shared.resources import ENV_OPENAI_SECRET
+from shared.resources import ENV_IDEMPOTENCY_TABLE, ENV_OPENAI_SECRET
 
 BASELINE = "baseline"
 # The least a function of each design could do, measured like the functions (`CHILD`): the
@@ -147,12 +147,15 @@ elif config["kind"] == "workerFloor":
     client = boto3.client("dynamodb")
     composed = time.perf_counter()
 
+    models = []  # the secret and the client are made on the first job, then kept, as the worker does
+
     def answer():
-        # A job's four essential requests: claim, API key, model call, terminal write.
+        # A job's four essential requests: claim, API key (the first time), model call, terminal write.
         client.update_item(**config["write"])
-        key = boto3.client("secretsmanager").get_secret_value(SecretId=config["secret"])["SecretString"]
-        model = openai.OpenAI(api_key=key, base_url=config["modelUrl"], max_retries=0)
-        chat = model.chat.completions.create(
+        if not models:
+            key = boto3.client("secretsmanager").get_secret_value(SecretId=config["secret"])["SecretString"]
+            models.append(openai.OpenAI(api_key=key, base_url=config["modelUrl"], max_retries=0))
+        chat = models[0].chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "Summarize: it is short."}]
         )
         client.update_item(**config["write"])
@@ -320,22 +323,15 @@ class _Runs:
             function = FLOORS.get(name, "status")
             spec = self.h.functions[function]
             environment = self.h.function_environment(function)
-            return {
+            reference: dict[str, Any] = {
                 "kind": name,
                 "out": out,
                 "cwd": str(spec.code_dir),
                 "call": {"TableName": self.table, "Key": self.probe_key, "ConsistentRead": True},
-                "modelUrl": environment.get("OPENAI_BASE_URL", ""),
-                "secret": environment.get(ENV_OPENAI_SECRET, ""),
-                # A scratch item of the jobs table, written as a claim and a terminal write are.
-                "write": {
-                    "TableName": self.table,
-                    "Key": job_key(f"floor-{run}"),
-                    "UpdateExpression": "SET #s = :s",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": {":s": {"S": "Running"}},
-                },
-            }, child_environment(environment, spec)
+            }
+            if name == "workerFloor":
+                reference |= self._worker_floor(environment, run)
+            return reference, child_environment(environment, spec)
         spec = self.h.functions[name]
         config: dict[str, Any] = {
             "kind": "function",
@@ -349,6 +345,23 @@ class _Runs:
             "invocations": [self._invocation(name, run, warm) for warm in (False, True)],
         }
         return config, child_environment(self.h.function_environment(name), spec)
+
+    def _worker_floor(self, environment: dict[str, str], run: int) -> dict[str, Any]:
+        """Where the worker floor's requests go: the model server, the API key's secret, and a
+        scratch item written as a claim and a terminal write are (an idempotency-table item, so
+        that no stream consumer ever takes it for a job)."""
+        table = self.h.function_environment("status")[ENV_IDEMPOTENCY_TABLE]
+        return {
+            "modelUrl": environment["OPENAI_BASE_URL"],
+            "secret": environment[ENV_OPENAI_SECRET],
+            "write": {
+                "TableName": table,
+                "Key": idempotency_key(f"cold-start-floor-{run}"),
+                "UpdateExpression": "SET #s = :s",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": {":s": {"S": "Running"}},
+            },
+        }
 
     def _invocation(self, name: str, run: int, warm: bool) -> dict[str, Any]:
         """The event of the cold (first) or the warm (second) invocation of one run."""

@@ -584,7 +584,7 @@ def _stagger(worker: dict[str, Any]) -> str:
 
 
 def _target_and_floor(coldstart: dict[str, Any], name: str) -> str:
-    """ " (target 1.7x, floor 1.55x)" for a function with a target, and its design's floor if measured."""
+    """What follows a function's ratio in the headline: its target and its design's floor, if any."""
     parts = [f"target {COLD_START_TARGETS[name]}x"] if name in COLD_START_TARGETS else []
     floor = coldstart.get("floors", {}).get(FLOOR_OF.get(name, ""))
     if floor:

@@ -62,8 +62,9 @@ from shared.resources import ENV_IDEMPOTENCY_TABLE, ENV_OPENAI_SECRET
 BASELINE = "baseline"
 # The least a function of each design could do, measured like the functions (`CHILD`): the
 # libraries the design prescribes, set up as deployed, and the first request's essential calls.
-# The API floor: Powertools' logger, metrics and HTTP resolver with validation, one pydantic model
-# and one get_item (in the status function's environment: tracer off). The worker floor:
+# The API floor: Powertools' logger, metrics and HTTP resolver with validation, answering the
+# status function's request on one route whose response is one pydantic model, after one
+# get_item (in the status function's environment: tracer off). The worker floor:
 # Powertools' logger, metrics and tracer patching botocore (on, as the worker is deployed), the
 # openai SDK, and a job's four essential requests: a claim (an UpdateItem), the API key from
 # Secrets Manager (a client of its own), the chat completion, the terminal write. What a function
@@ -125,18 +126,22 @@ elif config["kind"] == "apiFloor":
         found: bool
 
     logger, metrics, app = Logger(), Metrics(), APIGatewayHttpResolver(enable_validation=True)
+
+    @app.get("/v1/jobs/<job_id>")
+    def get_job(job_id: str) -> Answer:
+        return Answer(found="Item" in client.get_item(**config["call"]))
+
     imported = time.perf_counter()
     client = boto3.client("dynamodb")
     composed = time.perf_counter()
 
-    def answer():
-        reply = client.get_item(**config["call"])
-        return Answer.model_validate({"found": "Item" in reply}).model_dump()["found"]
+    def answer(index):
+        return app.resolve(events[index], None)["statusCode"] == 200
 
-    ok = answer()
+    ok = answer(0)
     done = time.perf_counter()
     done_wall = time.time()
-    warm_ok = answer()
+    warm_ok = answer(1)
 elif config["kind"] == "workerFloor":
     from aws_lambda_powertools import Logger, Metrics, Tracer
     import boto3
@@ -329,6 +334,8 @@ class _Runs:
                 "cwd": str(spec.code_dir),
                 "call": {"TableName": self.table, "Key": self.probe_key, "ConsistentRead": True},
             }
+            if name == "apiFloor":  # it answers the status function's requests, on one route
+                reference["invocations"] = [self._invocation("status", run, warm) for warm in (False, True)]
             if name == "workerFloor":
                 reference |= self._worker_floor(environment, run)
             return reference, child_environment(environment, spec)

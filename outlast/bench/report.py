@@ -17,7 +17,7 @@ COLD_START_TARGETS = {"submit": 1.7, "status": 1.7, "relay": 1.3, "worker": 3.0}
 FLOOR_OF = {"submit": "apiFloor", "status": "apiFloor", "worker": "workerFloor"}
 FLOOR_NAMES = {
     "apiFloor": "floor: API design (Powertools logger, metrics, HTTP resolver with validation; "
-    "one pydantic model; one get_item)",
+    "one route answering a pydantic model; one get_item)",
     "workerFloor": "floor: worker design (Powertools logger, metrics, tracer on botocore; openai "
     "SDK; claim, secret, chat call, terminal write)",
 }

@@ -15,11 +15,12 @@ import sys
 import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from infra.console_policy import CACHE_CONTROL, security_headers
+from outlast.local.http_handler import LocalRequestHandler
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
           ".html": "text/html; charset=utf-8", ".svg": "image/svg+xml", ".map": "application/json",
@@ -41,13 +42,8 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # keep-alive: else a delayed ACK holds each body ~40 ms
+class _Handler(LocalRequestHandler):
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def do_GET(self) -> None:
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)

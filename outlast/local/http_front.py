@@ -18,9 +18,10 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Protocol
 
+from outlast.local.http_handler import LocalRequestHandler
 from outlast.local.jwt_auth import JwtVerifier, Unauthorized, as_api_gateway_claims
 
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -152,19 +153,14 @@ class _Front(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # keep-alive: else a delayed ACK holds each body ~40 ms
+class _Handler(LocalRequestHandler):
     server: _Front
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def do_GET(self) -> None:
         self._handle()
 
     # Every method reaches the router: a method no route has is API Gateway's plain 404, not a 501.
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = do_GET  # noqa: N815
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = do_GET
 
     def _handle(self) -> None:
         request_id = _request_id()

@@ -20,9 +20,11 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
+
+from outlast.local.http_handler import LocalRequestHandler
 
 _API = "/2018-06-01/runtime"
 
@@ -70,15 +72,10 @@ class _Invocation:
     result: queue.Queue[tuple[str, bytes]] = field(default_factory=lambda: queue.Queue(maxsize=1))
 
 
-class _RuntimeHandler(BaseHTTPRequestHandler):
+class _RuntimeHandler(LocalRequestHandler):
     """The Runtime API's three calls: next event, response or error, init error."""
 
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # without it every invoke waits ~40-90 ms for a delayed ACK
     server: _RuntimeServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def _send(self, status: int, body: bytes = b"", headers: Mapping[str, str] | None = None) -> None:
         self.send_response(status)

@@ -65,10 +65,11 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from outlast.local.http_handler import LocalRequestHandler
 from outlast.local.stop_signals import StopSignals
 from shared.contract import Operation
 from shared.prompts import BY_VERSION, PART_CLOSE, PART_OPEN, PromptKind, PromptTemplate
@@ -588,11 +589,7 @@ class _HTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
-    # The headers and the body are two writes: with Nagle on, the body waits for the client's
-    # delayed ACK of the headers, about 40 ms added to every call that OpenAI does not add.
-    disable_nagle_algorithm = True
+class _Handler(LocalRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:

@@ -32,12 +32,14 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.sync.server import Server, ServerConnection, serve
+
+from outlast.local.http_handler import LocalRequestHandler
 
 Invoke = Callable[[dict[str, Any]], Any]
 Log = Callable[[str], None]
@@ -493,13 +495,8 @@ class _ManagementServer(ThreadingHTTPServer):
         self.log = log
 
 
-class _ManagementHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # keep-alive: else a delayed ACK holds each body ~40 ms
+class _ManagementHandler(LocalRequestHandler):
     server: _ManagementServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def do_POST(self) -> None:
         live, body = self._target()

@@ -242,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    do_POST = do_GET  # noqa: N815
+    do_POST = do_GET
 
 
 class _FakeServer(ThreadingHTTPServer):

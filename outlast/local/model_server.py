@@ -65,7 +65,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
@@ -603,8 +603,8 @@ class _Handler(LocalRequestHandler):
             self.server.state.untrack(self.connection)
 
     def log_message(self, format: str, *args: Any) -> None:
-        if self.server.state.verbose:
-            super().log_message(format, *args)
+        if self.server.state.verbose:  # http.server's access log, which the base silences
+            BaseHTTPRequestHandler.log_message(self, format, *args)
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]

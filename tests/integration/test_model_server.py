@@ -526,3 +526,17 @@ def test_main_takes_the_context_size() -> None:
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def test_only_a_verbose_server_logs_requests(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a verbose and a quiet model server, each asked for its models once
+    logs = {}
+    for verbose in (True, False):
+        with ModelServer(verbose=verbose) as running:
+            client_for(running).models.list()
+        logs[verbose] = capsys.readouterr().err
+    # Then only the verbose one wrote http.server's access line (sent before the answer was)
+    assert '"GET /v1/models HTTP/1.1" 200' in logs[True]
+    assert "/v1/models" not in logs[False]

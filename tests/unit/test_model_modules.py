@@ -8,38 +8,17 @@ Other modules keep the future import; these must not bring it back.
 
 import __future__
 
-import importlib
-import inspect
-import pkgutil
-from types import ModuleType
-
 from pydantic import BaseModel
 
 import functions
 import shared
-
-
-def _modules() -> list[ModuleType]:
-    found: list[ModuleType] = []
-    for package in (shared, functions):
-        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            found.append(importlib.import_module(info.name))
-    return found
-
-
-def _defines_models(module: ModuleType) -> bool:
-    return any(
-        inspect.isclass(value) and issubclass(value, BaseModel) and value.__module__ == module.__name__
-        for value in vars(module).values()
-    )
+from tests.support.modules import defined_subclasses
 
 
 def test_model_modules_do_not_postpone_annotations() -> None:
-    model_modules = [module for module in _modules() if _defines_models(module)]
-    assert {"shared.contract", "shared.job", "shared.settings"} <= {m.__name__ for m in model_modules}
+    modules = {module.__name__: module for module, _ in defined_subclasses((shared, functions), BaseModel)}
+    assert {"shared.contract", "shared.job", "shared.settings"} <= modules.keys()
     postponed = [
-        module.__name__
-        for module in model_modules
-        if vars(module).get("annotations") is __future__.annotations
+        name for name, module in modules.items() if vars(module).get("annotations") is __future__.annotations
     ]
     assert postponed == []

@@ -57,8 +57,32 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             )
             raise
 
-    failed = _event_loop().run_until_complete(_failed_records(records, record_handler))
+    failed = _run_batch(records, record_handler)
     return {"batchItemFailures": [{"itemIdentifier": record["messageId"]} for record in failed]}
+
+
+def _run_batch(
+    records: list[Mapping[str, Any]], handler: Callable[[Mapping[str, Any]], Awaitable[None]]
+) -> list[Mapping[str, Any]]:
+    """The batch on the container's loop. An invocation that does not finish (a BaseException
+    escaped one record's run) takes its loop with it: the other records' tasks are cancelled, not
+    left on a loop the next invocation would resume them on, with receipt handles and leases that
+    are no longer theirs. Dying like this is what a crash does to them in Lambda."""
+    loop = _event_loop()
+    try:
+        return loop.run_until_complete(_failed_records(records, handler))
+    except BaseException:
+        _abandon(loop)
+        raise
+
+
+def _abandon(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel every task still on the loop, let them unwind, and close it."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
 
 
 async def _failed_records(

@@ -77,6 +77,35 @@ def test_a_base_exception_is_not_a_record_failure():
         _failed(("a",), run)
 
 
+def test_an_invocation_that_does_not_finish_leaves_no_task_to_a_later_one():
+    # Given a batch where one record's run dies while another's is still waiting
+    resumed: list[str] = []
+    waiting = asyncio.Event()
+
+    async def run(record: Mapping[str, Any]) -> None:
+        if record["messageId"] == "dies":
+            await waiting.wait()
+            raise KeyboardInterrupt
+        waiting.set()
+        await asyncio.sleep(3600)
+        resumed.append(record["messageId"])
+
+    loop = handler._event_loop()
+    # When the invocation ends with the BaseException
+    with pytest.raises(KeyboardInterrupt):
+        handler._run_batch(_records("waits", "dies"), run)
+
+    # Then the waiting record's task was cancelled with its loop, which the next invocation remakes
+    assert loop.is_closed()
+    assert resumed == []
+    assert handler._run_batch(_records("next"), _ok) == []
+    assert handler._event_loop() is not loop
+
+
+async def _ok(record: Mapping[str, Any]) -> None:
+    return None
+
+
 def test_the_event_loop_is_kept_for_the_container_and_remade_once_closed():
     loop = handler._event_loop()
     assert handler._event_loop() is loop

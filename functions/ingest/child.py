@@ -2,8 +2,9 @@
 
 It confines itself before it reads a byte of the file: an address-space limit (a parser that
 allocates past it gets MemoryError), a CPU-time limit (past it the kernel sends SIGXCPU, then
-SIGKILL), no core dumps and no files written. Its environment holds no credentials (the parent
-passes none), so a parser exploited by a file has nothing to reach AWS with.
+SIGKILL), no core dumps, and no file (its answer included) larger than the text may be. Its
+environment holds no credentials (the parent passes none), so a parser exploited by a file has
+nothing to reach AWS with.
 
 The answer on stdout is one JSON line, then (for extracted text) exactly `textBytes` bytes of
 UTF-8. Whatever happens inside an extractor ends as such an answer; only a kill or a crash of
@@ -57,13 +58,24 @@ class ChildRequest:
         )
 
 
-def confine(memory_bytes: int, cpu_seconds: int) -> None:
+# Room for the answer's JSON line on top of the text.
+ANSWER_HEADER_BYTES = 64 * 1024
+
+
+def output_limit(limits: ExtractionLimits) -> int:
+    """The most the child may write to one file (its answer, its stderr): the text and a header."""
+    return limits.max_extracted_bytes + ANSWER_HEADER_BYTES
+
+
+def confine(memory_bytes: int, cpu_seconds: int, output_bytes: int) -> None:
     """Limit this process: address space, CPU seconds (SIGXCPU, then SIGKILL a second later),
-    no core file, no file written."""
+    no core file, and at most `output_bytes` in any file it writes. The parent hands it files,
+    not pipes, for stdout and stderr, so that this limit bounds what the parent reads back
+    (Python ignores SIGXFSZ: a write past the limit raises OSError, and the child exits 1)."""
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (output_bytes, output_bytes))
 
 
 def answer(extract: Callable[[bytes], Extracted], data: bytes, out: BinaryIO) -> None:
@@ -97,7 +109,7 @@ def _write(out: BinaryIO, header: dict[str, Any], body: bytes = b"") -> None:
 def read_confined(argv: list[str] | None = None) -> tuple[ChildRequest, bytes]:
     """Parse the request, confine this process, then (only then) read the file from stdin."""
     request = ChildRequest.decode((argv if argv is not None else sys.argv[1:])[0])
-    confine(request.memory_bytes, request.cpu_seconds)
+    confine(request.memory_bytes, request.cpu_seconds, output_limit(request.limits))
     # pypdf warns (on stderr, through logging) about every oddity of a damaged file: noise here.
     logging.disable(logging.WARNING)
     return request, sys.stdin.buffer.read()

@@ -11,12 +11,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.ingest.child import ChildRequest
+from functions.ingest.child import ChildRequest, output_limit
 from shared.documents.extraction import Extracted, ExtractionLimits
 from shared.documents.types import ContentType, RejectCode
 from shared.errors import DocumentRejectedError
@@ -69,32 +70,33 @@ class ChildProcessExtraction:
         # path is the parent's (in Lambda, the code and the layers); the environment nothing more.
         command = [sys.executable, "-P", "-s", "-m", self._module, request.encode()]
         environment = {"PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
-        with subprocess.Popen(  # noqa: S603 - our interpreter and module, our arguments
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=environment,
-        ) as child:
-            try:
-                out, err = child.communicate(data, timeout=timeout_seconds)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.communicate()
-                logger.warning("extraction child killed at its deadline", extra={"seconds": timeout_seconds})
-                raise _unreadable(
-                    f"Reading the document took longer than {timeout_seconds:g} seconds, the most it may."
-                ) from None
-        return self._verdict(child.returncode, out, err)
+        # Files, not pipes, for what the child writes: its file-size limit then bounds what is
+        # read back here, whatever the child does (communicate() would buffer pipes unbounded).
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            with subprocess.Popen(  # noqa: S603 - our interpreter and module, our arguments
+                command, stdin=subprocess.PIPE, stdout=out, stderr=err, env=environment
+            ) as child:
+                try:
+                    child.communicate(data, timeout=timeout_seconds)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+                    logger.warning(
+                        "extraction child killed at its deadline", extra={"seconds": timeout_seconds}
+                    )
+                    raise _unreadable(
+                        f"Reading the document took longer than {timeout_seconds:g} seconds, the most it may."
+                    ) from None
+            return self._verdict(child.returncode, _read(out, output_limit(self._limits)), _tail(err))
 
-    def _verdict(self, returncode: int, out: bytes, err: bytes) -> Extracted:
+    def _verdict(self, returncode: int, out: bytes, err: str) -> Extracted:
         if returncode != 0:
             _failed(returncode, err)
         header, _, body = out.partition(b"\n")
         try:
             answer = _Answer.model_validate_json(header)
         except ValidationError:
-            logger.warning("extraction child answered nonsense", extra={"stderr": _tail(err)})
+            logger.warning("extraction child answered nonsense", extra={"stderr": err})
             raise _unreadable("The document could not be read.") from None
         if answer.outcome == "rejected":
             if answer.cause is not None:
@@ -112,17 +114,25 @@ class ChildProcessExtraction:
         return Extracted(text=text, pages=answer.pages)
 
 
-def _failed(returncode: int, err: bytes) -> NoReturn:
+def _failed(returncode: int, err: str) -> NoReturn:
     """A child that gave no answer: stopped by its CPU limit (SIGXCPU), killed, or crashed."""
     if returncode == -signal.SIGXCPU:
         logger.warning("extraction child ran out of CPU time", extra={"signal": -returncode})
         raise _unreadable("Reading the document took more computing time than a document may.")
-    logger.warning("extraction child crashed", extra={"returncode": returncode, "stderr": _tail(err)})
+    logger.warning("extraction child crashed", extra={"returncode": returncode, "stderr": err})
     raise _unreadable("The document could not be read.")
 
 
-def _tail(err: bytes) -> str:
-    return err[-_STDERR_TAIL_BYTES:].decode("utf-8", "replace")
+def _read(file: BinaryIO, limit: int) -> bytes:
+    file.seek(0)
+    return file.read(limit)
+
+
+def _tail(file: BinaryIO) -> str:
+    """The end of what the child wrote to stderr, for the log (a traceback's last lines)."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(max(0, size - _STDERR_TAIL_BYTES))
+    return file.read().decode("utf-8", "replace")
 
 
 def _unreadable(message: str) -> DocumentRejectedError:

@@ -56,6 +56,9 @@ def main() -> int:
         time.sleep(3600)
     elif behaviour == b"exit":
         os._exit(3)
+    elif behaviour == b"flood":
+        while True:  # until the file-size limit stops the writes
+            out.write(b"x" * MIB)
     elif behaviour == b"nonsense":
         out.write(b"this is not an answer\n")
     elif behaviour == b"short":

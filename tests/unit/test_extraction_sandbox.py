@@ -130,6 +130,16 @@ def test_a_parsers_exception_text_never_reaches_the_message():
     assert "secret-in-the-file" not in raised.value.message
 
 
+def test_a_child_that_writes_without_end_is_stopped_by_its_file_size_limit():
+    # Its stdout is a file, not a pipe: the kernel ends the writes (before its CPU limit would),
+    # and the parent reads a bounded file
+    with pytest.raises(DocumentRejectedError) as raised:
+        sandbox(MISBEHAVING).extract(ContentType.TEXT, b"flood", 30)
+
+    assert raised.value.code is RejectCode.DOCUMENT_UNREADABLE
+    assert raised.value.message == "The document could not be read."
+
+
 def test_text_over_the_limit_from_a_child_is_refused_by_the_parent():
     # A child that got around its own limit (an exploited parser) cannot hand over more text
     limits = ExtractionLimits(max_extracted_bytes=8, max_pages=1)

@@ -11,7 +11,8 @@ import json
 import os
 import sys
 import time
-from typing import NoReturn
+from collections.abc import Callable
+from typing import BinaryIO
 
 from functions.ingest.child import answer, read_confined
 from shared.documents.extraction import Extracted
@@ -32,9 +33,34 @@ def _raise(_: bytes) -> Extracted:
     raise ValueError("a parser's exception text, which may quote the file: secret-in-the-file")
 
 
-def _spin() -> NoReturn:
+# Behaviours that answer through the real child's `answer`: what their extractor does.
+_EXTRACTORS: dict[bytes, Callable[[bytes], Extracted]] = {
+    b"environment": lambda _: Extracted(text=json.dumps(dict(os.environ)), pages=None),
+    b"echo": lambda file: Extracted(text=file.decode(), pages=None),
+    b"allocate": _allocate,
+    b"raise": _raise,
+}
+
+
+def _spin(_: BinaryIO) -> None:
     while True:
         pass
+
+
+def _flood(out: BinaryIO) -> None:
+    while True:  # until the file-size limit stops the writes
+        out.write(b"x" * MIB)
+
+
+# Behaviours that give no answer, or not one the real child would.
+_MISDEEDS: dict[bytes, Callable[[BinaryIO], object]] = {
+    b"spin": _spin,
+    b"sleep": lambda _: time.sleep(3600),
+    b"exit": lambda _: os._exit(3),
+    b"flood": _flood,
+    b"nonsense": lambda out: out.write(b"this is not an answer\n"),
+    b"short": lambda out: out.write(b'{"outcome": "extracted", "pages": null, "textBytes": 10}\nabc'),
+}
 
 
 def main() -> int:
@@ -42,27 +68,10 @@ def main() -> int:
     _, data = read_confined()
     behaviour = data.split(b" ", 1)[0]
     out = sys.stdout.buffer
-    if behaviour == b"environment":
-        answer(lambda _: Extracted(text=json.dumps(dict(os.environ)), pages=None), data, out)
-    elif behaviour == b"echo":
-        answer(lambda file: Extracted(text=file.decode(), pages=None), data, out)
-    elif behaviour == b"allocate":
-        answer(_allocate, data, out)
-    elif behaviour == b"raise":
-        answer(_raise, data, out)
-    elif behaviour == b"spin":
-        _spin()
-    elif behaviour == b"sleep":
-        time.sleep(3600)
-    elif behaviour == b"exit":
-        os._exit(3)
-    elif behaviour == b"flood":
-        while True:  # until the file-size limit stops the writes
-            out.write(b"x" * MIB)
-    elif behaviour == b"nonsense":
-        out.write(b"this is not an answer\n")
-    elif behaviour == b"short":
-        out.write(b'{"outcome": "extracted", "pages": null, "textBytes": 10}\nabc')
+    if behaviour in _EXTRACTORS:
+        answer(_EXTRACTORS[behaviour], data, out)
+    else:
+        _MISDEEDS[behaviour](out)
     return 0
 
 

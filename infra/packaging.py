@@ -4,7 +4,8 @@
   with their bytecode. Every function uses it with its own handler string; its hash changes only
   with the code and this recipe.
 - Layers, one per dependency set (the API layer, for submit, status, relay and sweeper, has no
-  openai; the worker layer is the same plus openai), installed from their lock files,
+  openai; the worker layer is the same plus openai; the ingest layer is the same plus the
+  document parsers, pypdf and defusedxml), installed from their lock files,
   `requirements/layer-<name>.txt` (`make lock`: uv resolves them for the Lambda platform from
   pyproject.toml's [project].dependencies, constrained to the dev lock's pins, with every
   distribution's hash). pip installs exactly those wheels (`--require-hashes --no-deps
@@ -119,7 +120,12 @@ WORKER_LAYER = LayerSpec(
     (*API_LAYER.packages, "openai"),
     "outlast dependencies with the model SDK (worker)",
 )
-LAYERS = (API_LAYER, WORKER_LAYER)
+INGEST_LAYER = LayerSpec(
+    "ingest",
+    (*API_LAYER.packages, "pypdf", "defusedxml"),
+    "outlast dependencies with the document parsers (ingest)",
+)
+LAYERS = (API_LAYER, WORKER_LAYER, INGEST_LAYER)
 
 
 def code_files(root: Path) -> list[Path]:

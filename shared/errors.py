@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from shared.documents.types import RejectCode
+
 
 class OutlastError(Exception):
     """Base of every error the domain raises on purpose."""
@@ -190,3 +192,26 @@ class EgressRefusedError(OutlastError):
         self.reason = reason
         self.address = address
         self.address_class = address_class
+
+
+class DocumentRejectedError(Exception):
+    """An extractor's verdict on a file: it cannot become a Ready document, and `code` says why.
+
+    Not an OutlastError: it never reaches a client as an HTTP error. The ingest writes it on the
+    document as `error {code, message}`, and `message` is written for the document's owner: it
+    never holds parser exception text or bytes of the file.
+    """
+
+    def __init__(self, code: RejectCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class OriginalChangedError(Exception):
+    """The uploaded object is no longer the one its upload event announced (a later upload
+    replaced it), so the bytes that event was about cannot be read any more."""
+
+
+class OriginalMissingError(Exception):
+    """The uploaded object is gone (expired or deleted) by the time its event is handled."""

@@ -14,6 +14,11 @@ PERSONAL_TENANT_PREFIX = "user:"
 _SAFE = re.compile(r"[A-Za-z0-9._:@+=-]{1,128}")
 
 
+def is_safe_identity(value: str) -> bool:
+    """Whether a tenant or sub has the shape tokens are held to (no `/`, no `#`, at most 128)."""
+    return _SAFE.fullmatch(value) is not None
+
+
 def caller_from_claims(claims: Mapping[str, Any] | None) -> Caller:
     """Owner = `sub`, tenant = `custom:tenant` or `user:{sub}`; only Cognito ID tokens pass."""
     if not claims:

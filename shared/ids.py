@@ -20,6 +20,11 @@ def new_job_id() -> str:
     return str(uuid.uuid4())
 
 
+def new_document_id() -> str:
+    """A lowercase UUIDv4, like a job id: it names the document's objects, so it is unguessable."""
+    return str(uuid.uuid4())
+
+
 def normalize_job_id(text: str) -> str | None:
     """The canonical lowercase form of a UUID string, or None when it is not one."""
     lowered = text.lower()

@@ -108,3 +108,18 @@ BUDGETS_SORT_KEY = "sk"
 BUDGET_CHECK_INDEX = "byCheck"
 BUDGET_CHECK_PARTITION = "checkShard"
 BUDGET_CHECK_SORT = "checkAt"
+
+# Documents (DESIGN.md, "Documents"): one item per document in a table of their own, the owner's
+# partition holding their documents (a foreign caller's read misses by construction); the files
+# and their extracted text in the documents bucket under DOCUMENTS_PREFIX.
+ENV_DOCUMENTS_TABLE = "DOCUMENTS_TABLE_NAME"
+ENV_DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET_NAME"
+# The ingest queue's DLQ: a notification no retry can fix (unparseable, a key outside the prefix).
+ENV_INGEST_DLQ_URL = "INGEST_DLQ_URL"
+DOCUMENTS_PARTITION_KEY = "pk"  # the owner: `tenant#sub` (neither may contain `#`)
+DOCUMENTS_SORT_KEY = "sk"  # the document id
+# The owner's documents in creation order: a local secondary index (so a list page may read
+# consistently) on `createdAt#sequenceId`, written once, at the create.
+DOCUMENTS_LIST_INDEX = "byCreated"
+DOCUMENTS_LIST_INDEX_SORT = "listKey"
+DOCUMENTS_PREFIX = "documents/"

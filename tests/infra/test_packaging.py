@@ -28,6 +28,7 @@ from infra.function_factory import RUNTIME
 from infra.packaging import (
     API_LAYER,
     DEV_LOCK,
+    INGEST_LAYER,
     LAYERS,
     LOCK_DIR,
     PROJECT_ROOT,
@@ -139,6 +140,21 @@ def test_worker_layer_is_the_api_layer_plus_openai():
     assert _names(requirements_for(WORKER_LAYER, dependencies)) == _names(
         requirements_for(API_LAYER, dependencies)
     ) | {"openai"}
+
+
+def test_ingest_layer_is_the_api_layer_plus_the_document_parsers():
+    dependencies = project_dependencies()
+
+    assert _names(requirements_for(INGEST_LAYER, dependencies)) == _names(
+        requirements_for(API_LAYER, dependencies)
+    ) | {"pypdf", "defusedxml"}
+
+
+@pytest.mark.parametrize("spec", [API_LAYER, WORKER_LAYER], ids=lambda spec: spec.name)
+def test_only_the_ingest_layer_carries_the_document_parsers(spec):
+    # The API and worker functions never parse a file: their layers (and cold starts) stay without
+    assert not {"pypdf", "defusedxml"} & set(_lock(spec.lock_name))
+    assert {"pypdf", "defusedxml"} <= set(_lock(INGEST_LAYER.lock_name))
 
 
 def test_a_layer_package_missing_from_pyproject_is_an_error():

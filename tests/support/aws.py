@@ -205,3 +205,59 @@ def create_webhooks_queues(endpoint: str) -> tuple[str, str]:
         Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "10"})},
     )["QueueUrl"]
     return queue, dlq
+
+
+def documents_table_definition(name: str) -> dict[str, Any]:
+    """The documents table: the owner's partition, the document id, and the creation-order LSI."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.DOCUMENTS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.DOCUMENTS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": key, "AttributeType": "S"}
+            for key in (r.DOCUMENTS_PARTITION_KEY, r.DOCUMENTS_SORT_KEY, r.DOCUMENTS_LIST_INDEX_SORT)
+        ],
+        "LocalSecondaryIndexes": [
+            {
+                "IndexName": r.DOCUMENTS_LIST_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.DOCUMENTS_PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": r.DOCUMENTS_LIST_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class DocumentResources:
+    """One test's documents table, documents bucket and ingest DLQ."""
+
+    table: str
+    bucket: str
+    dlq_url: str
+
+    def environment(self) -> dict[str, str]:
+        """The environment the CDK app gives the ingest function, for these resources."""
+        return {
+            r.ENV_DOCUMENTS_TABLE: self.table,
+            r.ENV_DOCUMENTS_BUCKET: self.bucket,
+            r.ENV_INGEST_DLQ_URL: self.dlq_url,
+        }
+
+
+def create_document_resources(endpoint: str) -> DocumentResources:
+    """A fresh documents table, bucket and ingest DLQ with unique names."""
+    suffix = secrets.token_hex(4)
+    names = DocumentResources(table=f"documents-{suffix}", bucket=f"documents-{suffix}", dlq_url="")
+    boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION).create_table(
+        **documents_table_definition(names.table)
+    )
+    boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=names.bucket)
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)
+    dlq_url = sqs.create_queue(QueueName=f"ingest-dlq-{suffix}")["QueueUrl"]
+    return DocumentResources(table=names.table, bucket=names.bucket, dlq_url=dlq_url)

@@ -7,6 +7,7 @@ import json
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 from shared import resources as r
 from shared.adapters.dynamo_items import job_to_item
@@ -106,3 +107,29 @@ def job_stream_record(
             "StreamViewType": "NEW_IMAGE",
         },
     }
+
+
+def s3_object_created(
+    bucket: str, key: str, size: int, etag: str, event_name: str = "ObjectCreated:Post"
+) -> str:
+    """An S3 notification body for one object written, as S3 sends it to a queue: the key encoded
+    the way S3 encodes it (`quote_plus`, `/` included)."""
+    notification = load_event("s3_object_created")
+    record = notification["Records"][0]
+    record["eventName"] = event_name
+    record["s3"]["bucket"]["name"] = bucket
+    record["s3"]["bucket"]["arn"] = f"arn:aws:s3:::{bucket}"
+    record["s3"]["object"].update({"key": quote_plus(key, safe=""), "size": size, "eTag": etag.strip('"')})
+    return json.dumps(notification)
+
+
+def s3_test_event(bucket: str) -> str:
+    """The notification S3 sends once when a bucket's notification to the queue is set up."""
+    return json.dumps({**load_event("s3_test_event"), "Bucket": bucket})
+
+
+def sqs_batch(*bodies: str) -> dict[str, Any]:
+    """An SQS event source batch, one record per body, each with its own message id."""
+    template = load_event("ingest_batch")["Records"][0]
+    records = [{**copy.deepcopy(template), "messageId": str(uuid.uuid4()), "body": body} for body in bodies]
+    return {"Records": records}

@@ -1,0 +1,174 @@
+"""DocumentRepository on DynamoDB: one item per document, in its owner's partition.
+
+The key is (`tenant#sub`, document id): a caller can only ever read their own documents, since
+a read under another owner's partition finds nothing; the ingest builds the same key from the
+object key it was told of. Attributes are flat, so that every condition names them directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from shared import resources as r
+from shared.adapters.dynamo_errors import error_code, storage_errors
+from shared.adapters.dynamo_items import deserialize, list_key, serialize
+from shared.adapters.update_builder import UpdateBuilder
+from shared.clock import epoch_seconds, from_iso, to_iso
+from shared.documents.ports import DocumentConflictError, UploadTransition
+from shared.documents.record import DocumentRecord, DocumentRejection, ReadyFacts, Upload
+from shared.documents.types import DocumentStatus
+from shared.errors import ConditionFailedError
+from shared.job import Caller
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def document_key(owner: Caller, document_id: str) -> dict[str, Any]:
+    """The primary key of a document item, in attribute-value form."""
+    return serialize({r.DOCUMENTS_PARTITION_KEY: owner.owner_key, r.DOCUMENTS_SORT_KEY: document_id})
+
+
+def document_to_item(document: DocumentRecord) -> dict[str, Any]:
+    """A document as an item (attribute-value form); absent fields are absent attributes."""
+    ready, error, upload = document.ready, document.error, document.upload
+    values: dict[str, Any] = {
+        r.DOCUMENTS_PARTITION_KEY: document.owner.owner_key,
+        r.DOCUMENTS_SORT_KEY: document.document_id,
+        r.DOCUMENTS_LIST_INDEX_SORT: list_key(document.created_at, document.sequence_id),
+        "filename": document.filename,
+        "contentType": document.content_type.value,
+        "declaredBytes": document.declared_bytes,
+        "status": document.status.value,
+        "createdAt": to_iso(document.created_at),
+        "updatedAt": to_iso(document.updated_at),
+        "expiresAt": to_iso(document.expires_at),
+        r.TTL_ATTRIBUTE: epoch_seconds(document.expires_at),
+        "uploadEtag": upload.etag if upload else None,
+        "uploadBytes": upload.bytes if upload else None,
+        "pages": ready.pages if ready else None,
+        "bytes": ready.bytes if ready else None,
+        "textBytes": ready.text_bytes if ready else None,
+        "sha256": ready.sha256 if ready else None,
+        "errorCode": error.code.value if error else None,
+        "errorMessage": error.message if error else None,
+        "pins": document.pins,
+        "revision": document.revision,
+    }
+    return serialize(values)
+
+
+def item_to_document(item: Mapping[str, Any]) -> DocumentRecord:
+    """The document an item holds."""
+    values = deserialize(item)
+    tenant, _, sub = str(values[r.DOCUMENTS_PARTITION_KEY]).partition("#")
+    sequence_id = str(values[r.DOCUMENTS_LIST_INDEX_SORT]).rpartition("#")[2]
+    status = DocumentStatus(values["status"])
+    return DocumentRecord(
+        document_id=values[r.DOCUMENTS_SORT_KEY],
+        owner=Caller(tenant=tenant, sub=sub),
+        filename=values["filename"],
+        content_type=values["contentType"],
+        declared_bytes=values["declaredBytes"],
+        status=status,
+        created_at=from_iso(values["createdAt"]),
+        updated_at=from_iso(values["updatedAt"]),
+        expires_at=from_iso(values["expiresAt"]),
+        sequence_id=sequence_id,
+        upload=Upload(etag=values["uploadEtag"], bytes=values["uploadBytes"])
+        if "uploadEtag" in values
+        else None,
+        ready=ReadyFacts(
+            pages=values.get("pages"),
+            bytes=values["bytes"],
+            text_bytes=values["textBytes"],
+            sha256=values["sha256"],
+        )
+        if status is DocumentStatus.READY
+        else None,
+        error=DocumentRejection(code=values["errorCode"], message=values["errorMessage"])
+        if "errorCode" in values
+        else None,
+        pins=values.get("pins", 0),
+        revision=values.get("revision", 1),
+    )
+
+
+class DynamoDocumentRepository:
+    """Documents in the documents table; takes an injected low-level DynamoDB client."""
+
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def create(self, document: DocumentRecord) -> None:
+        """One conditional PutItem: a document id is never written twice."""
+        try:
+            with storage_errors():
+                self._client.put_item(
+                    TableName=self._table,
+                    Item=document_to_item(document),
+                    ConditionExpression="attribute_not_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": r.DOCUMENTS_PARTITION_KEY},
+                )
+        except ClientError as error:
+            if error_code(error) == _CONDITION_FAILED:
+                raise ConditionFailedError("A document with this id exists.") from None
+            raise
+
+    def get(self, owner: Caller, document_id: str) -> DocumentRecord | None:
+        """GetItem, strongly consistent: the ingest decides from what the last write left."""
+        with storage_errors():
+            response = self._client.get_item(
+                TableName=self._table, Key=document_key(owner, document_id), ConsistentRead=True
+            )
+        item = response.get("Item")
+        return item_to_document(item) if item else None
+
+    def transition(self, transition: UploadTransition) -> DocumentRecord:
+        """One conditional UpdateItem; when refused, the document as it stood comes back with the
+        refusal (ReturnValuesOnConditionCheckFailure), so no second read is needed."""
+        builder = _transition_update(transition)
+        try:
+            with storage_errors():
+                response = self._client.update_item(
+                    TableName=self._table,
+                    Key=document_key(transition.owner, transition.document_id),
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **builder.request(),
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            stored: Any = error.response.get("Item")
+            raise DocumentConflictError(item_to_document(stored) if stored else None) from None
+        return item_to_document(response["Attributes"])
+
+
+def _transition_update(transition: UploadTransition) -> UpdateBuilder:
+    """Take or settle an upload, only while the document awaits one and has taken no other."""
+    builder = UpdateBuilder()
+    status, etag = builder.name("status"), builder.name("uploadEtag")
+    builder.require(f"{status} = {builder.value(DocumentStatus.AWAITING_UPLOAD.value)}")
+    builder.require(f"attribute_not_exists({etag}) OR {etag} = {builder.value(transition.upload.etag)}")
+    builder.set("status", transition.target.value)
+    builder.set("uploadEtag", transition.upload.etag)
+    builder.set("uploadBytes", transition.upload.bytes)
+    builder.set("updatedAt", to_iso(transition.now))
+    builder.add("revision", 1)
+    if transition.ready is not None:
+        if transition.ready.pages is not None:
+            builder.set("pages", transition.ready.pages)
+        builder.set("bytes", transition.ready.bytes)
+        builder.set("textBytes", transition.ready.text_bytes)
+        builder.set("sha256", transition.ready.sha256)
+    if transition.error is not None:
+        builder.set("errorCode", transition.error.code.value)
+        builder.set("errorMessage", transition.error.message)
+    return builder

@@ -1,0 +1,95 @@
+"""Ports of the documents domain: the record's store, the objects' store and the extraction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from shared.errors import ConditionFailedError
+
+if TYPE_CHECKING:
+    from shared.documents.extraction import Extracted
+    from shared.documents.record import DocumentRecord, DocumentRejection, ReadyFacts, Upload
+    from shared.documents.types import ContentType, DocumentStatus
+    from shared.job import Caller
+
+
+@dataclass(frozen=True)
+class UploadTransition:
+    """One guarded write of an upload's fate, applied as a single conditional write.
+
+    It succeeds only while the document is AwaitingUpload and has taken no upload or this one
+    (`upload.etag`). Target AwaitingUpload takes the upload (records it, so that no other upload
+    to the key is ever read); Ready or Rejected settles the document with `ready` or `error`.
+    Otherwise nothing changes and DocumentConflictError says how the document stands.
+    """
+
+    owner: Caller
+    document_id: str
+    upload: Upload
+    target: DocumentStatus
+    now: datetime
+    ready: ReadyFacts | None = None
+    error: DocumentRejection | None = None
+
+
+class DocumentConflictError(ConditionFailedError):
+    """A guarded write lost; `current` is the document as it stood (None when it does not exist)."""
+
+    def __init__(self, current: DocumentRecord | None) -> None:
+        super().__init__("The document changed before this write.")
+        self.current = current
+
+
+class DocumentRepository(Protocol):
+    """Durable storage of document records, one item per document in its owner's partition.
+
+    Every state change is one conditional write, so concurrent ingests of one document, and
+    retried ones, can never settle it twice.
+    """
+
+    def create(self, document: DocumentRecord) -> None:
+        """Write a new document; ConditionFailedError if one with its id exists for its owner."""
+        ...
+
+    def get(self, owner: Caller, document_id: str) -> DocumentRecord | None:
+        """The owner's document, strongly consistent; None when the owner has no such document."""
+        ...
+
+    def transition(self, transition: UploadTransition) -> DocumentRecord:
+        """Apply the transition and return the document as written; DocumentConflictError when refused."""
+        ...
+
+
+class DocumentObjects(Protocol):
+    """A document's objects in the documents bucket: the uploaded file and its text."""
+
+    def read_original(self, owner: Caller, document_id: str, upload: Upload) -> bytes:
+        """The bytes of exactly the upload named (its ETag): OriginalChangedError when the key
+        holds another object now, OriginalMissingError when it holds none."""
+        ...
+
+    def put_text(self, owner: Caller, document_id: str, text: bytes, sha256: str) -> None:
+        """Store the extracted text (UTF-8) beside the original, with its SHA-256 (hex)."""
+        ...
+
+    def read_text(self, owner: Caller, document_id: str) -> bytes | None:
+        """The stored text; None when there is none."""
+        ...
+
+
+class TextExtraction(Protocol):
+    """Runs one format's extractor on a file, bounded in memory, CPU and time."""
+
+    def extract(self, content_type: ContentType, data: bytes, timeout_seconds: float) -> Extracted:
+        """The file's text; DocumentRejectedError with the reason it has none we may use."""
+        ...
+
+
+class DeadLetterQueue(Protocol):
+    """Where a message that no retry can fix is parked, with why, for on-call to see."""
+
+    def dead_letter(self, body: str, reason: str) -> None:
+        """Send the body to the DLQ with the reason as an attribute."""
+        ...

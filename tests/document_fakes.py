@@ -1,0 +1,154 @@
+"""In-memory fakes of the documents' ports, with their adapters' conditional semantics.
+
+tests/integration/test_document_store_contract.py runs one contract against each fake and its
+adapter on moto. To inject a fault, subclass a fake in the test and override one method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from functions.ingest.formats import extractor_for
+from shared.documents.extraction import Extracted, ExtractionLimits
+from shared.documents.ports import DocumentConflictError, UploadTransition
+from shared.documents.record import DocumentRecord, Upload
+from shared.documents.types import ContentType, DocumentStatus
+from shared.errors import ConditionFailedError, OriginalChangedError, OriginalMissingError
+from shared.ids import new_document_id, new_sequence_id
+from shared.job import Caller
+
+OWNER = Caller(tenant="acme", sub="alice-sub")
+CREATED = datetime(2030, 1, 15, 12, 0, 0, tzinfo=UTC)
+
+
+def document_record(
+    owner: Caller = OWNER,
+    *,
+    content_type: ContentType = ContentType.PDF,
+    declared_bytes: int = 1024 * 1024,
+    created_at: datetime = CREATED,
+    **overrides: object,
+) -> DocumentRecord:
+    """A document as the create writes it: AwaitingUpload, revision 1, kept 30 days."""
+    fields: dict[str, object] = {
+        "document_id": new_document_id(),
+        "owner": owner,
+        "filename": "report.pdf",
+        "content_type": content_type,
+        "declared_bytes": declared_bytes,
+        "status": DocumentStatus.AWAITING_UPLOAD,
+        "created_at": created_at,
+        "updated_at": created_at,
+        "expires_at": created_at + timedelta(days=30),
+        "sequence_id": new_sequence_id(),
+    }
+    return DocumentRecord.model_validate(fields | overrides)
+
+
+class InMemoryDocumentRepository:
+    """Documents by (owner key, id), with DynamoDocumentRepository's conditions."""
+
+    def __init__(self) -> None:
+        self.documents: dict[tuple[str, str], DocumentRecord] = {}
+        self.writes: list[str] = []
+
+    def create(self, document: DocumentRecord) -> None:
+        """Write a new document; ConditionFailedError when the id exists for the owner."""
+        key = (document.owner.owner_key, document.document_id)
+        if key in self.documents:
+            raise ConditionFailedError("A document with this id exists.")
+        self.documents[key] = document
+        self.writes.append("create")
+
+    def get(self, owner: Caller, document_id: str) -> DocumentRecord | None:
+        """The owner's document, or None."""
+        return self.documents.get((owner.owner_key, document_id))
+
+    def transition(self, transition: UploadTransition) -> DocumentRecord:
+        """Take or settle an upload while the document awaits one and has taken no other."""
+        key = (transition.owner.owner_key, transition.document_id)
+        current = self.documents.get(key)
+        taken_by_another = (
+            current is not None
+            and current.upload is not None
+            and current.upload.etag != transition.upload.etag
+        )
+        if current is None or current.status is not DocumentStatus.AWAITING_UPLOAD or taken_by_another:
+            raise DocumentConflictError(current)
+        written = current.model_copy(
+            update={
+                "status": transition.target,
+                "upload": transition.upload,
+                "updated_at": transition.now,
+                "revision": current.revision + 1,
+                "ready": transition.ready,
+                "error": transition.error,
+            }
+        )
+        self.documents[key] = written
+        self.writes.append(f"transition:{transition.target.value}")
+        return written
+
+
+@dataclass
+class _Stored:
+    data: bytes
+    etag: str
+
+
+class InMemoryDocumentObjects:
+    """Originals and texts by (owner key, id), with S3DocumentObjects' If-Match on the ETag."""
+
+    def __init__(self) -> None:
+        self.originals: dict[tuple[str, str], _Stored] = {}
+        self.texts: dict[tuple[str, str], tuple[bytes, str]] = {}
+
+    def upload(self, owner: Caller, document_id: str, data: bytes) -> Upload:
+        """What a presigned POST does: store the original; the upload as its event will tell it."""
+        etag = f"etag-{len(self.originals)}-{len(data)}"
+        self.originals[(owner.owner_key, document_id)] = _Stored(data, etag)
+        return Upload(etag=etag, bytes=len(data))
+
+    def read_original(self, owner: Caller, document_id: str, upload: Upload) -> bytes:
+        """The original, if it is still that upload."""
+        stored = self.originals.get((owner.owner_key, document_id))
+        if stored is None:
+            raise OriginalMissingError(document_id)
+        if stored.etag != upload.etag:
+            raise OriginalChangedError(document_id)
+        return stored.data
+
+    def put_text(self, owner: Caller, document_id: str, text: bytes, sha256: str) -> None:
+        """Store (or replace) the text."""
+        self.texts[(owner.owner_key, document_id)] = (text, sha256)
+
+    def read_text(self, owner: Caller, document_id: str) -> bytes | None:
+        """The stored text, or None."""
+        stored = self.texts.get((owner.owner_key, document_id))
+        return stored[0] if stored else None
+
+
+@dataclass
+class InProcessExtraction:
+    """The format modules run in this process, without the child: the same verdicts (the
+    contract test in tests/unit/test_extraction_sandbox.py holds them to the sandbox's)."""
+
+    limits: ExtractionLimits
+    calls: list[ContentType] = field(default_factory=list)
+
+    def extract(self, content_type: ContentType, data: bytes, timeout_seconds: float) -> Extracted:
+        """Extract in-process; `timeout_seconds` is not enforced here."""
+        self.calls.append(content_type)
+        return extractor_for(content_type).extract(data, self.limits)
+
+
+@dataclass
+class RecordingDeadLetters:
+    """Parked messages, in order, with their reasons."""
+
+    parked: list[tuple[str, str]] = field(default_factory=list)
+
+    def dead_letter(self, body: str, reason: str) -> None:
+        """Record the message and why."""
+        self.parked.append((body, reason))

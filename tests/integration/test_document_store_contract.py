@@ -1,0 +1,242 @@
+"""One contract for the documents' stores: each in-memory fake and its adapter (on moto) agree,
+so the ingest's unit tests with the fakes say what the ingest does against AWS."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository
+from shared.adapters.s3_documents import S3DocumentObjects
+from shared.adapters.sqs_dead_letters import SqsDeadLetterQueue
+from shared.documents.keys import DocumentPart, object_key
+from shared.documents.ports import (
+    DocumentConflictError,
+    DocumentObjects,
+    DocumentRepository,
+    UploadTransition,
+)
+from shared.documents.record import DocumentRejection, ReadyFacts, Upload
+from shared.documents.types import DocumentStatus, RejectCode
+from shared.errors import ConditionFailedError, OriginalChangedError, OriginalMissingError
+from shared.job import Caller
+from tests.document_fakes import (
+    CREATED,
+    OWNER,
+    InMemoryDocumentObjects,
+    InMemoryDocumentRepository,
+    RecordingDeadLetters,
+    document_record,
+)
+from tests.support.aws import REGION, DocumentResources, create_document_resources
+
+pytestmark = pytest.mark.integration
+
+UPLOAD = Upload(etag="etag-1", bytes=1000)
+LATER = CREATED + timedelta(minutes=1)
+
+
+@pytest.fixture
+def documents(moto_endpoint: str) -> DocumentResources:
+    return create_document_resources(moto_endpoint)
+
+
+def _client(name: str, endpoint: str) -> Any:
+    return boto3.client(name, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
+
+
+@pytest.fixture(params=["fake", "dynamodb"])
+def repository(request: pytest.FixtureRequest) -> DocumentRepository:
+    if request.param == "fake":
+        return InMemoryDocumentRepository()
+    resources: DocumentResources = request.getfixturevalue("documents")
+    return DynamoDocumentRepository(
+        _client("dynamodb", request.getfixturevalue("moto_endpoint")), resources.table
+    )
+
+
+def _transition(
+    document_id: str, target: DocumentStatus, upload: Upload = UPLOAD, **fields: Any
+) -> UploadTransition:
+    return UploadTransition(
+        owner=OWNER, document_id=document_id, upload=upload, target=target, now=LATER, **fields
+    )
+
+
+def test_a_created_document_reads_back_as_written(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+
+    assert repository.get(OWNER, document.document_id) == document
+    with pytest.raises(ConditionFailedError):
+        repository.create(document)
+
+
+def test_another_owner_reads_nothing(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+
+    assert repository.get(Caller(tenant=OWNER.tenant, sub="mallory"), document.document_id) is None
+    assert repository.get(Caller(tenant="other", sub=OWNER.sub), document.document_id) is None
+
+
+def test_take_then_settle_ready(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+    ready = ReadyFacts(pages=2, bytes=1000, text_bytes=12, sha256="ab" * 32)
+
+    taken = repository.transition(_transition(document.document_id, DocumentStatus.AWAITING_UPLOAD))
+    settled = repository.transition(_transition(document.document_id, DocumentStatus.READY, ready=ready))
+
+    assert (taken.status, taken.upload, taken.revision) == (DocumentStatus.AWAITING_UPLOAD, UPLOAD, 2)
+    assert settled == document.model_copy(
+        update={
+            "status": DocumentStatus.READY,
+            "upload": UPLOAD,
+            "ready": ready,
+            "updated_at": LATER,
+            "revision": 3,
+        }
+    )
+    assert repository.get(OWNER, document.document_id) == settled
+
+
+def test_settle_rejected_without_a_take(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+    error = DocumentRejection(code=RejectCode.DOCUMENT_TOO_LARGE, message="Too large.")
+
+    settled = repository.transition(_transition(document.document_id, DocumentStatus.REJECTED, error=error))
+
+    assert (settled.status, settled.error, settled.ready) == (DocumentStatus.REJECTED, error, None)
+    assert repository.get(OWNER, document.document_id) == settled
+
+
+def test_another_upload_is_refused_once_one_is_taken(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+    taken = repository.transition(_transition(document.document_id, DocumentStatus.AWAITING_UPLOAD))
+
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.transition(
+            _transition(document.document_id, DocumentStatus.READY, Upload(etag="e2", bytes=5))
+        )
+
+    assert refused.value.current == taken
+    # The upload taken may take again (a redelivery) and settle
+    assert (
+        repository.transition(_transition(document.document_id, DocumentStatus.AWAITING_UPLOAD)) is not None
+    )
+
+
+def test_a_settled_document_refuses_every_transition(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+    error = DocumentRejection(code=RejectCode.DOCUMENT_UNREADABLE, message="Unreadable.")
+    settled = repository.transition(_transition(document.document_id, DocumentStatus.REJECTED, error=error))
+
+    for target in DocumentStatus:
+        with pytest.raises(DocumentConflictError) as refused:
+            repository.transition(_transition(document.document_id, target))
+        assert refused.value.current == settled
+
+
+def test_a_transition_of_no_document_is_refused_and_creates_nothing(repository: DocumentRepository) -> None:
+    document = document_record()
+
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.transition(_transition(document.document_id, DocumentStatus.AWAITING_UPLOAD))
+
+    assert refused.value.current is None
+    assert repository.get(OWNER, document.document_id) is None
+
+
+# --- the objects ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ObjectsUnderTest:
+    """A DocumentObjects and the way an upload (a presigned POST) lands in it."""
+
+    objects: DocumentObjects
+    upload: Any  # (owner, document_id, data) -> Upload
+
+
+@pytest.fixture(params=["fake", "s3"])
+def objects(request: pytest.FixtureRequest) -> ObjectsUnderTest:
+    if request.param == "fake":
+        fake = InMemoryDocumentObjects()
+        return ObjectsUnderTest(fake, fake.upload)
+    resources: DocumentResources = request.getfixturevalue("documents")
+    s3 = _client("s3", request.getfixturevalue("moto_endpoint"))
+
+    def upload(owner: Caller, document_id: str, data: bytes) -> Upload:
+        key = object_key(owner, document_id, DocumentPart.ORIGINAL)
+        written = s3.put_object(Bucket=resources.bucket, Key=key, Body=data)
+        return Upload(etag=written["ETag"].strip('"'), bytes=len(data))
+
+    return ObjectsUnderTest(S3DocumentObjects(lambda: s3, resources.bucket), upload)
+
+
+def test_the_original_is_read_by_the_upload_that_wrote_it(objects: ObjectsUnderTest) -> None:
+    document_id = document_record().document_id
+    first = objects.upload(OWNER, document_id, b"first file")
+
+    assert objects.objects.read_original(OWNER, document_id, first) == b"first file"
+
+    objects.upload(OWNER, document_id, b"second file")
+    with pytest.raises(OriginalChangedError):
+        objects.objects.read_original(OWNER, document_id, first)
+    with pytest.raises(OriginalMissingError):
+        objects.objects.read_original(OWNER, document_record().document_id, first)
+
+
+def test_the_text_is_stored_beside_the_original(objects: ObjectsUnderTest) -> None:
+    document_id = document_record().document_id
+    text = "Grüße\n".encode()
+
+    assert objects.objects.read_text(OWNER, document_id) is None
+    objects.objects.put_text(OWNER, document_id, text, hashlib.sha256(text).hexdigest())
+
+    assert objects.objects.read_text(OWNER, document_id) == text
+    assert objects.objects.read_text(Caller(tenant="other", sub="x"), document_id) is None
+
+
+def test_the_s3_text_carries_its_sha256(documents: DocumentResources, moto_endpoint: str) -> None:
+    s3 = _client("s3", moto_endpoint)
+    document_id = document_record().document_id
+    text = b"some text"
+    digest = hashlib.sha256(text).hexdigest()
+
+    S3DocumentObjects(lambda: s3, documents.bucket).put_text(OWNER, document_id, text, digest)
+
+    head = s3.head_object(Bucket=documents.bucket, Key=object_key(OWNER, document_id, DocumentPart.TEXT))
+    assert head["Metadata"] == {"sha256": digest}
+    assert head["ContentType"] == "text/plain; charset=utf-8"
+
+
+# --- the DLQ --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fake", "sqs"])
+def test_a_parked_message_keeps_its_body_and_reason(kind: str, request: pytest.FixtureRequest) -> None:
+    if kind == "fake":
+        fake = RecordingDeadLetters()
+        fake.dead_letter("a body", "unparseable")
+        assert fake.parked == [("a body", "unparseable")]
+        return
+    resources: DocumentResources = request.getfixturevalue("documents")
+    sqs = _client("sqs", request.getfixturevalue("moto_endpoint"))
+
+    SqsDeadLetterQueue(lambda: sqs, resources.dlq_url).dead_letter("a body", "unparseable")
+
+    received = sqs.receive_message(
+        QueueUrl=resources.dlq_url, MessageAttributeNames=["All"], WaitTimeSeconds=1
+    )
+    parked = [(m["Body"], m["MessageAttributes"]["reason"]["StringValue"]) for m in received["Messages"]]
+    assert parked == [("a body", "unparseable")]

@@ -285,11 +285,7 @@ class JobQueue(Protocol):
         ...
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
-        """Send one message."""
-        ...
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        """Hide a received message for `seconds` (the backoff before its next delivery)."""
+        """Send one message, invisible for `delay_seconds` (at most SQS's 900)."""
         ...
 
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:

@@ -25,24 +25,21 @@ from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease,
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
-RECEIPT = "receipt-1"
+TRACE = "trace-1"
 
 
 class RecordingQueue:
-    """One lane's queue: visibility changes and parked messages, in memory."""
+    """One lane's queue: messages sent (with their delays) and parked, in memory."""
 
     def __init__(self) -> None:
-        self.visibility: list[tuple[str, int]] = []
+        self.sent: list[tuple[JobMessage, int]] = []
         self.parked: list[tuple[str, str | None]] = []
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
-        raise AssertionError("the worker dispatches through its own message's visibility")
+        self.sent.append((message, delay_seconds))
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
         raise AssertionError("the worker never sends batches")
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        self.visibility.append((receipt_handle, seconds))
 
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
         self.parked.append((reason, job_id))
@@ -121,8 +118,8 @@ class World:
     def deliver(self, job: JobRecord, lane: Lane = Lane.SHARED, *, solo: bool = False) -> None:
         """One message of the job through the worker; RetryLater propagates (the message stays)."""
         worker = JobWorker(self.deps(), time.monotonic() + 60, solo=solo)
-        body = encode_message(JobMessage(job_id=job.job_id, trace_id="trace"))
-        asyncio.run(worker.handle(body, RECEIPT, lane))
+        body = encode_message(JobMessage(job_id=job.job_id, trace_id=TRACE))
+        asyncio.run(worker.handle(body, lane))
 
     def current(self, job: JobRecord) -> JobRecord:
         stored = self.repository.get_job(job.job_id)
@@ -154,13 +151,15 @@ def world(make_world: Callable[..., World]) -> World:
 
 
 def handed_back(world: World, job: JobRecord) -> JobRecord:
-    """The job after the worker handed it back: Pending, due later, its own message hidden till then."""
+    """The job after the worker handed it back: Pending, due later, and a fresh message of it
+    (same job, same trace) sent to its lane's queue, delayed until then."""
     current = world.current(job)
     assert current.status is JobStatus.PENDING
     assert current.dispatch_at > world.clock.now()
-    [(receipt, seconds)] = world.queues[Lane.SHARED].visibility
-    assert receipt == RECEIPT
-    assert seconds >= 1
+    [(message, delay)] = world.queues[Lane.of(current)].sent
+    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE)
+    assert delay == (current.dispatch_at - world.clock.now()).total_seconds()
+    world.queues[Lane.of(current)].sent.clear()
     return current
 
 
@@ -198,21 +197,67 @@ def test_a_shared_queue_message_of_an_isolated_job_is_dropped(world: World) -> N
     # Then it is dropped (deleted) with no claim and no model call
     assert world.current(job) == job
     assert world.provider.calls == []
-    assert world.queues[Lane.SHARED].visibility == []
+    assert world.queues[Lane.SHARED].sent == world.queues[Lane.ISOLATION].sent == []
 
     # And its isolation-queue message runs it
     world.deliver(job, Lane.ISOLATION, solo=True)
     assert world.current(job).status is JobStatus.SUCCEEDED
 
 
-def test_an_early_delivery_is_hidden_until_the_job_is_due(world: World) -> None:
+def test_an_early_delivery_is_sent_again_delayed_until_the_job_is_due(world: World) -> None:
     job = world.job(dispatch_at=world.clock.now() + timedelta(seconds=30))
 
+    world.deliver(job)
+
+    assert world.queues[Lane.SHARED].sent == [(JobMessage(job_id=job.job_id, trace_id=TRACE), 30)]
+    assert world.current(job) == job
+
+
+def test_a_wait_longer_than_sqs_delays_is_deferred_again_when_its_message_arrives(world: World) -> None:
+    # Given a job that backs off for 1,000 s, longer than SQS's longest delay (900 s)
+    job = world.job(dispatch_at=world.clock.now() + timedelta(seconds=1000))
+
+    # When its message arrives, then the one it sent, 900 s later
+    world.deliver(job)
+    world.clock.advance(timedelta(seconds=900))
+    world.deliver(job)
+
+    # Then each arrival sent it on by at most 900 s, the second by what was left; nothing ran it
+    sent = [delay for _, delay in world.queues[Lane.SHARED].sent]
+    assert sent == [900, 100]
+    assert world.current(job) == job
+    assert world.provider.calls == []
+
+
+def test_an_isolated_job_is_handed_back_to_the_isolation_queue(make_world: Callable[..., World]) -> None:
+    world = make_world(provider=BrokenSecret())
+    job = world.job(isolated=True)
+
+    world.deliver(job, Lane.ISOLATION, solo=True)
+
+    handed_back(world, job)
+    assert world.queues[Lane.SHARED].sent == []
+
+
+class UnsendableQueue(RecordingQueue):
+    def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        raise StorageUnavailableError("SQS is throttling")
+
+
+def test_a_hand_back_whose_fresh_message_cannot_be_sent_keeps_the_message_it_came_with(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a failure that hands the job back, and a queue that refuses the fresh message
+    world = make_world(provider=BrokenSecret())
+    world.queues[Lane.SHARED] = UnsendableQueue()
+    job = world.job()
+
+    # When the job runs, the worker keeps its message (it comes back after its visibility timeout)
     with pytest.raises(RetryLater):
         world.deliver(job)
 
-    assert world.queues[Lane.SHARED].visibility == [(RECEIPT, 30)]
-    assert world.current(job) == job
+    # ... and the job is Pending, due when that message can dispatch it
+    assert world.current(job).status is JobStatus.PENDING
 
 
 def test_a_job_out_of_attempts_fails_and_its_input_expires_a_retention_later(world: World) -> None:
@@ -241,8 +286,7 @@ def test_a_storage_error_on_a_heartbeat_hands_the_job_back(make_world: Callable[
     job = world.job()
 
     # When the job runs
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     # Then it is Pending again with backoff, not Running until the sweeper
     handed_back(world, job)
@@ -258,8 +302,7 @@ def test_a_storage_error_reading_the_input_hands_the_job_back(make_world: Callab
     world = make_world(payloads=FlakyInputs())
     job = world.job()
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     handed_back(world, job)
     assert world.provider.calls == []
@@ -291,8 +334,7 @@ def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_cla
     job = world.job()
 
     # When the job runs: the answer comes, its write fails, the job is handed back
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     pending = handed_back(world, job)
     world.clock.set(pending.dispatch_at)
 
@@ -310,8 +352,7 @@ def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_cla
 def test_an_answer_that_cannot_be_stored_at_all_is_asked_for_again(make_world: Callable[..., World]) -> None:
     world = make_world(payloads=ResultWritesFail(failures=2), provider=CountingProvider(LONG_ANSWER))
     job = world.job()
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     world.clock.set(handed_back(world, job).dispatch_at)
 
     world.deliver(job)
@@ -351,8 +392,7 @@ def test_a_short_answer_whose_terminal_write_failed_is_kept_and_adopted_by_the_n
     # Given a status write that fails once: the answer that was to ride in it is kept as an item
     world = make_world(repository=TerminalWritesFail(failures=1))
     job = world.job()
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     world.clock.set(handed_back(world, job).dispatch_at)
 
     # When its message comes back
@@ -413,8 +453,7 @@ def test_a_secret_that_cannot_be_read_hands_the_job_back(make_world: Callable[..
     world = make_world(provider=BrokenSecret())
     job = world.job()
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     handed_back(world, job)
 
@@ -426,8 +465,7 @@ def test_a_provider_that_cannot_be_built_hands_the_job_back(world: World) -> Non
     world.build_provider = unbuildable  # type: ignore[method-assign]
     job = world.job()
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     handed_back(world, job)
 
@@ -437,8 +475,7 @@ def test_a_prompt_version_this_deploy_does_not_know_hands_the_job_back(world: Wo
     job = world.job(prompt_version="summarize-v99")
 
     # When it runs
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     # Then it is handed back for a worker that knows the prompt, with no model call
     handed_back(world, job)
@@ -448,8 +485,7 @@ def test_a_prompt_version_this_deploy_does_not_know_hands_the_job_back(world: Wo
 def test_errors_that_persist_end_in_retries_exhausted(world: World) -> None:
     job = world.job(prompt_version="summarize-v99", max_attempts=2)
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     world.clock.set(world.current(job).dispatch_at)
     world.deliver(job)
 

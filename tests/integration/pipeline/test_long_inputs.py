@@ -125,6 +125,39 @@ def test_a_rate_limit_in_chunk_3_costs_exactly_two_extra_calls_of_that_chunk(
     assert sorted(outcomes) == ["ok", "rate_limit", "rate_limit"]
 
 
+def test_a_job_released_many_more_times_than_the_redrive_policy_allows_receives_succeeds(
+    steps_pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A healthy job handed back again and again is never dead-lettered: each hand-back is a fresh
+    delayed message, so the queue's receive count (maxReceiveCount = maxAttempts + 3 = 6) counts
+    crashes only. The crash loop it must still catch: tests/integration/pipeline/test_poison.py."""
+    pipeline = steps_pipeline
+    monkeypatch.setenv("STEP_CONCURRENCY", "1")
+    monkeypatch.setenv("BACKOFF_CAP_SECONDS", "1")  # a second between claims, as Retry-After says
+    chunks = 14
+    # Given a long input each of whose chunks is refused once (429) before it is answered: the job
+    # is handed back after every step, 14 times, each release after progress
+    text = document(dict.fromkeys(range(1, chunks + 1), "[[fault:rate_limit*1]]"), chunks=chunks)
+    job_id = pipeline.submit(body(text), key="long-releases")["body"]["jobId"]
+
+    # When it runs (no sweeper: only the worker's own messages can carry it on), until it ends or
+    # its message is dead-lettered
+    def ended_or_dead_lettered() -> bool:
+        ended = pipeline.status(job_id)["status"] in {"Succeeded", "Failed", "Canceled"}
+        return ended or pipeline.queue_depth(pipeline.queues.dlq_url) > 0
+
+    pipeline.pump(ended_or_dead_lettered, timeout_seconds=120)
+
+    # Then it succeeded after more than twice maxReceiveCount hand-backs, and nothing reached the DLQ
+    assert pipeline.queue_depth(pipeline.queues.dlq_url) == 0
+    final = pipeline.status(job_id)
+    assert final["status"] == "Succeeded"
+    refused = [call for call in pipeline.model_calls() if call["outcome"] == "rate_limit"]
+    assert len(refused) == chunks
+    assert final["attempts"] == chunks + 1
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
+
+
 def test_a_worker_killed_after_k_steps_resumes_with_only_the_missing_ones(
     steps_pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:

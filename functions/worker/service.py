@@ -288,6 +288,8 @@ class JobWorker:
             concurrency=self._settings.step_concurrency,
             heartbeat_seconds=self._settings.heartbeat_seconds,
             deadline=self._deadline,
+            call_timeout=self._settings.provider_timeout_seconds,
+            monotonic=time.monotonic,
             start_call=lambda request: loop.run_in_executor(
                 self._deps.model_executor, provider.complete, request
             ),

@@ -9,15 +9,18 @@ adopted, never called again.
 
 It stops starting steps at the first provider failure, lets the steps in flight finish and
 checkpoint, and returns: the caller then fails the job (a terminal failure) or hands it back
-(a transient one). Near the invocation's deadline it raises ReleaseNeeded, and a heartbeat or
-progress write that finds a cancel or a lost lease raises CancelObserved or LeaseLost; answers
-still in flight then are abandoned (their threads end with the SDK's timeout).
+(a transient one). It never starts a call it could not see answered before the invocation's
+deadline (less time left than `call_timeout`, the provider's): such a call would be abandoned
+and paid for again by the next claim. Once no step may start for that reason, it lets the steps
+in flight finish and checkpoint, then raises ReleaseNeeded. Should the deadline come anyway
+(a checkpoint write that hangs), it raises ReleaseNeeded then; a heartbeat or progress write
+that finds a cancel or a lost lease raises CancelObserved or LeaseLost. Answers still in flight
+then are abandoned (their threads end with the SDK's timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -66,6 +69,8 @@ class StepLoop:
         concurrency: int,
         heartbeat_seconds: float,
         deadline: float,
+        call_timeout: float,
+        monotonic: Callable[[], float],
         start_call: StartCall,
         checkpoint: Checkpoint,
         progress: Progress,
@@ -80,6 +85,9 @@ class StepLoop:
         self._concurrency = concurrency
         self._heartbeat_seconds = heartbeat_seconds
         self._deadline = deadline
+        self._call_timeout = call_timeout
+        self._monotonic = monotonic  # the clock `deadline` is on (time.monotonic)
+        self._out_of_time = False  # a ready step was not started: the deadline is too close
         self._start_call = start_call
         self._checkpoint = checkpoint
         self._progress = progress
@@ -87,7 +95,7 @@ class StepLoop:
         self._in_flight: dict[asyncio.Future[Completion], Step] = {}
         self._failed_usage: Usage | None = None
         self._error: ProviderError | None = None
-        self._last_beat = time.monotonic()
+        self._last_beat = monotonic()
 
     @property
     def completed(self) -> int:
@@ -105,17 +113,19 @@ class StepLoop:
             if self._error is None:
                 self._start_ready()
             if not self._in_flight:
+                if self._out_of_time:
+                    raise ReleaseNeeded
                 break
-            budget = self._deadline - time.monotonic()
+            budget = self._deadline - self._monotonic()
             wait = max(0.0, min(self._heartbeat_seconds, budget))
             done, _ = await asyncio.wait(self._in_flight, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for future in done:
                 await self._finished(self._in_flight.pop(future), future)
-            if not done and time.monotonic() >= self._deadline:
+            if not done and self._monotonic() >= self._deadline:
                 raise ReleaseNeeded
-            if time.monotonic() - self._last_beat >= self._heartbeat_seconds:
+            if self._monotonic() - self._last_beat >= self._heartbeat_seconds:
                 await self._heartbeat()
-                self._last_beat = time.monotonic()
+                self._last_beat = self._monotonic()
         outputs = {step_id: output.output for step_id, output in self._done.items()}
         return StepsStopped(outputs=outputs, usage=self.usage, error=self._error)
 
@@ -126,6 +136,9 @@ class StepLoop:
                 return
             if step in running:
                 continue
+            if self._deadline - self._monotonic() < self._call_timeout:
+                self._out_of_time = True
+                return
             children = [self._done[child].output for child in step.inputs]
             request = CompletionRequest(
                 model=self._model,
@@ -139,7 +152,7 @@ class StepLoop:
         if error is None:
             self._done[step.step_id] = await self._checkpoint(step, future.result())
             await self._progress(self.completed, self.usage)
-            self._last_beat = time.monotonic()  # a progress write extends the lease too
+            self._last_beat = self._monotonic()  # a progress write extends the lease too
         elif isinstance(error, TerminalProviderError):
             # A terminal answer wins over a transient one: retrying cannot help the job.
             self._error = error

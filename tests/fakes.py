@@ -190,9 +190,14 @@ class InMemoryJobRepository:
         return written
 
     def record_progress(
-        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+        self,
+        job_id: str,
+        lease: Lease,
+        completed_steps: int,
+        usage: Usage | None,
+        extra_usage: Usage | None,
     ) -> JobRecord:
-        """A heartbeat's condition; sets completedSteps and usage, stalls back to 0."""
+        """A heartbeat's condition; sets completedSteps, usage and extra usage, stalls back to 0."""
         current = self.jobs.get(job_id)
         if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
             raise TransitionConflictError(current)
@@ -203,6 +208,8 @@ class InMemoryJobRepository:
         }
         if usage is not None:
             changes["usage"] = usage
+        if extra_usage is not None:
+            changes["extra_usage"] = extra_usage
         written = self._written(current.model_copy(update=changes), "progress")
         self.writes.append("record_progress")
         return written
@@ -300,15 +307,7 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["cancel_requested_at"] = t.cancel_requested_at
     if t.error is not None:
         changes["error"] = t.error
-    if t.usage_total is not None:
-        changes["usage"] = t.usage_total
-    elif t.usage is not None:
-        # Tokens add up over attempts (the adapter uses ADD).
-        before = job.usage or Usage(input_tokens=0, output_tokens=0)
-        changes["usage"] = Usage(
-            input_tokens=before.input_tokens + t.usage.input_tokens,
-            output_tokens=before.output_tokens + t.usage.output_tokens,
-        )
+    changes.update(_usage_changes(job, t))
     if t.result_location is not None:
         changes["result_location"] = t.result_location
     if t.result_body is not None:
@@ -317,6 +316,24 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["input_location"] = t.input_location
     if t.target in TERMINAL:
         changes["input_body"] = None
+    return changes
+
+
+def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if t.usage_total is not None:
+        changes["usage"] = t.usage_total
+        if t.extra_usage is not None:
+            changes["extra_usage"] = t.extra_usage
+    elif t.usage is not None:
+        # Tokens add up over attempts (the adapter uses ADD).
+        before = job.usage or Usage(input_tokens=0, output_tokens=0)
+        changes["usage"] = Usage(
+            input_tokens=before.input_tokens + t.usage.input_tokens,
+            output_tokens=before.output_tokens + t.usage.output_tokens,
+        )
+    if t.result_usage_counted:
+        changes["result_usage_counted"] = True
     return changes
 
 

@@ -58,7 +58,10 @@ class _Run:
     lease: Lease
     message: JobMessage  # what dispatched it: a hand-back sends a fresh copy of it
     usage: Usage | None = None  # added to the job's (a one-step job's call)
+    # `usage` includes the tokens of the job's stored result (JobRecord.result_usage_counted).
+    usage_has_result: bool = False
     usage_total: Usage | None = None  # replaces it (a multi-step job: every checkpoint's tokens)
+    extra_usage: Usage | None = None  # with usage_total: the calls outside the checkpoints
     # The model's answer once received, until it is stored as the job's result: an error before
     # the store is followed by one more try, so the next claim adopts it instead of paying again.
     unsaved: tuple[JobResult, BlobLocation] | None = None
@@ -263,8 +266,10 @@ class JobWorker:
         logger.info("result adopted from an earlier claim")
         if run.job.total_steps > 1:
             run.usage_total = adopted.usage  # a multi-step result carries every step's tokens
-        else:
-            run.usage = adopted.usage
+        elif not run.job.result_usage_counted:
+            run.usage, run.usage_has_result = adopted.usage, True
+        # else: a Failed write counted them already (its Succeeded write had failed); a redrive
+        # adopts the result without counting its tokens twice.
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
         return True
 
@@ -285,6 +290,7 @@ class JobWorker:
             plan,
             job.model,
             checkpoints,
+            extra_usage=job.extra_usage,
             concurrency=self._settings.step_concurrency,
             heartbeat_seconds=self._settings.heartbeat_seconds,
             deadline=self._deadline,
@@ -294,20 +300,20 @@ class JobWorker:
                 self._deps.model_executor, provider.complete, request
             ),
             checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),
-            progress=lambda completed, usage: self._record_progress(run, completed, usage),
+            progress=lambda completed, usage, extra: self._record_progress(run, completed, usage, extra),
             heartbeat=lambda: self._heartbeat(run),
         )
         logger.debug("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
         try:
             stopped = await steps.run()
         except CancelObserved:
-            run.usage_total = steps.usage
+            run.usage_total, run.extra_usage = steps.usage, steps.extra_usage
             await self._cancel(run)
             return
         except ReleaseNeeded:
             await self._release(run)
             return
-        run.usage_total = stopped.usage
+        run.usage_total, run.extra_usage = stopped.usage, stopped.extra_usage
         if isinstance(stopped.error, TerminalProviderError):
             await self._fail(run, stopped.error.job_code)
         elif isinstance(stopped.error, TransientProviderError):
@@ -323,13 +329,15 @@ class JobWorker:
         expires_at = input_expiry(self._now(), self._settings.input_retention_hours)
         return await self._io(self._deps.steps.put_step, output, expires_at)
 
-    async def _record_progress(self, run: _Run, completed: int, usage: Usage | None) -> None:
+    async def _record_progress(
+        self, run: _Run, completed: int, usage: Usage | None, extra_usage: Usage | None
+    ) -> None:
         lease = Lease(
             token=run.lease.token, expires_at=self._now() + timedelta(seconds=self._settings.lease_seconds)
         )
         try:
             run.job = await self._io(
-                self._deps.repository.record_progress, run.job.job_id, lease, completed, usage
+                self._deps.repository.record_progress, run.job.job_id, lease, completed, usage, extra_usage
             )
         except TransitionConflictError as conflict:
             raise LeaseLost from conflict
@@ -385,11 +393,14 @@ class JobWorker:
         # second model call (the next claim adopts it), and none leaves a Succeeded job without one.
         result = JobResult(job_id=run.job.job_id, output=output, usage=completion.usage)
         location, stored, body = await self._store_result(run, result)
+        earlier: Usage | None = None
         if stored != result:
             # A claim that lost its lease wrote its answer first. Results are write-once, so its
-            # output stands, and the job counts both calls' tokens: both were spent.
+            # output stands, and the job counts both calls' tokens: both were spent (the stored
+            # one's unless a Failed write counted them already).
             logger.info("result adopted from an earlier claim")
-        run.usage = _sum(stored.usage, completion.usage) if stored != result else completion.usage
+            earlier = None if run.job.result_usage_counted else stored.usage
+        run.usage, run.usage_has_result = _sum(earlier, completion.usage), True
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
 
     async def _fail(self, run: _Run, code: str) -> None:
@@ -426,6 +437,9 @@ class JobWorker:
             error=error,
             usage=run.usage,
             usage_total=run.usage_total,
+            extra_usage=run.extra_usage,
+            # A Failed write that counts the stored result's tokens says so, for a redrive's adoption.
+            result_usage_counted=target is JobStatus.FAILED and run.usage_has_result,
             result_location=result_location,
             result_body=result_body if target is JobStatus.SUCCEEDED else None,
             input_location=moved,

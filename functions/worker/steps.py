@@ -32,17 +32,18 @@ from shared.ports import Completion, CompletionRequest
 
 StartCall = Callable[[CompletionRequest], "asyncio.Future[Completion]"]
 Checkpoint = Callable[[Step, Completion], Awaitable[StepOutput]]
-Progress = Callable[[int, Usage | None], Awaitable[None]]
+Progress = Callable[[int, Usage | None, Usage | None], Awaitable[None]]
 Heartbeat = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class StepsStopped:
-    """Where the loop ended: every step's output so far, their usage, and what stopped it (None:
-    every step is done)."""
+    """Where the loop ended: every step's output so far, the job's usage (the checkpoints' and the
+    extra calls'), the extra calls' alone, and what stopped it (None: every step is done)."""
 
     outputs: Mapping[str, str]
     usage: Usage | None
+    extra_usage: Usage | None
     error: ProviderError | None
 
 
@@ -66,6 +67,7 @@ class StepLoop:
         model: str,
         checkpoints: Mapping[str, StepOutput],
         *,
+        extra_usage: Usage | None,
         concurrency: int,
         heartbeat_seconds: float,
         deadline: float,
@@ -93,7 +95,9 @@ class StepLoop:
         self._progress = progress
         self._heartbeat = heartbeat
         self._in_flight: dict[asyncio.Future[Completion], Step] = {}
-        self._failed_usage: Usage | None = None
+        # Tokens of calls whose answers are no checkpoint (JobRecord.extra_usage): the earlier
+        # claims' as the job carries them, and this claim's.
+        self._extra_usage = extra_usage
         self._error: ProviderError | None = None
         self._last_beat = monotonic()
 
@@ -104,8 +108,13 @@ class StepLoop:
 
     @property
     def usage(self) -> Usage | None:
-        """Every checkpoint's usage, and a failed call's if one reported any."""
-        return sum_usage([output.usage for output in self._done.values()] + [self._failed_usage])
+        """Every checkpoint's usage, and the extra calls' (a refused call that reported usage)."""
+        return sum_usage([output.usage for output in self._done.values()] + [self._extra_usage])
+
+    @property
+    def extra_usage(self) -> Usage | None:
+        """The tokens of calls whose answers are not checkpoints, this claim's and earlier ones'."""
+        return self._extra_usage
 
     async def run(self) -> StepsStopped:
         """Run the missing steps; see the module docstring for how it ends."""
@@ -127,7 +136,9 @@ class StepLoop:
                 await self._heartbeat()
                 self._last_beat = self._monotonic()
         outputs = {step_id: output.output for step_id, output in self._done.items()}
-        return StepsStopped(outputs=outputs, usage=self.usage, error=self._error)
+        return StepsStopped(
+            outputs=outputs, usage=self.usage, extra_usage=self._extra_usage, error=self._error
+        )
 
     def _start_ready(self) -> None:
         running = set(self._in_flight.values())
@@ -150,13 +161,20 @@ class StepLoop:
     async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
         error = future.exception()
         if error is None:
-            self._done[step.step_id] = await self._checkpoint(step, future.result())
-            await self._progress(self.completed, self.usage)
+            completion = future.result()
+            stored = await self._checkpoint(step, completion)
+            if (stored.output, stored.usage) != (completion.text, completion.usage):
+                # Another claim checkpointed this step first: its answer stands, and this call
+                # was paid for all the same.
+                self._extra_usage = sum_usage([self._extra_usage, completion.usage])
+            self._done[step.step_id] = stored
+            await self._progress(self.completed, self.usage, self._extra_usage)
             self._last_beat = self._monotonic()  # a progress write extends the lease too
         elif isinstance(error, TerminalProviderError):
             # A terminal answer wins over a transient one: retrying cannot help the job.
             self._error = error
-            self._failed_usage = error.usage if isinstance(error.usage, Usage) else None
+            if isinstance(error.usage, Usage):  # refused after generating: billed all the same
+                self._extra_usage = sum_usage([self._extra_usage, error.usage])
         elif isinstance(error, TransientProviderError):
             if not isinstance(self._error, TerminalProviderError):
                 self._error = self._error or error

@@ -18,10 +18,14 @@ from functions.worker.service import JobWorker, RetryLater
 from functions.worker.settings import WorkerSettings
 from shared import resources as r
 from shared.adapters.sqs_queue import encode_message
+from shared.contract import Operation
 from shared.errors import StorageUnavailableError, TerminalProviderError
 from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease, Transition
+from shared.prompts import template_for
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
@@ -591,3 +595,103 @@ def test_the_claim_is_one_request_and_leaves_the_sweep_index_alone(make_world: C
     assert repository.sweep_at_claims == [submitted_sweep_at]  # the claim moved no index entry
     assert repository.jobs[job.job_id].status is JobStatus.SUCCEEDED
     assert job.job_id not in repository.sweep_at  # the terminal write removed it
+
+
+# --- usage is never lost or counted twice --------------------------------------------------------
+
+
+def redrive(world: World, job: JobRecord) -> None:
+    """What an operator's redrive writes: Failed -> Pending, a new run with its attempts renewed."""
+    world.repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=JobStatus.FAILED,
+            target=JobStatus.PENDING,
+            now=world.clock.now(),
+            renew_attempts=True,
+            operator_redrive=True,
+            dispatch_at=world.clock.now(),
+        )
+    )
+
+
+def test_a_redriven_one_step_job_adopts_a_result_a_failed_write_counted_without_counting_it_again(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a job whose Succeeded write fails on its last attempt: the answer is kept as an item,
+    # and the job ends Failed/retries_exhausted with that answer's usage (the tokens were spent)
+    world = make_world(repository=TerminalWritesFail(failures=1))
+    job = world.job(max_attempts=1)
+    world.deliver(job)
+    failed = world.current(job)
+    assert (failed.status, failed.usage) == (JobStatus.FAILED, USAGE)
+    assert world.payloads.find_result(job.job_id) is not None
+
+    # When an operator redrives it and the next claim adopts the stored answer
+    redrive(world, job)
+    world.deliver(job)
+
+    # Then it succeeds with that answer, one model call in all, and its tokens counted once
+    done = world.current(job)
+    assert (done.status, done.usage) == (JobStatus.SUCCEEDED, USAGE)
+    assert len(world.provider.calls) == 1
+
+
+PLAN = PlanParameters(chunk_tokens=1000, step_output_tokens=100)
+FILTERED_USAGE = Usage(input_tokens=300, output_tokens=50)
+
+
+class FiltersPartThree:
+    """Answers every step, except that part 3's output is filtered (billed) while `filtering`."""
+
+    def __init__(self) -> None:
+        self.filtering = True
+        self.calls: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        self.calls.append(request)
+        if self.filtering and "Part 3:" in request.messages[-1]["content"]:
+            raise TerminalProviderError("content_policy", "filtered", usage=FILTERED_USAGE)
+        return Completion(text="a part", usage=USAGE)
+
+
+def test_a_redriven_multi_step_job_keeps_the_usage_of_its_refused_call(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a long job whose third part's answer is filtered after it was generated (and billed)
+    # (one step at a time, each with time to finish before the invocation's deadline)
+    provider = FiltersPartThree()
+    world = make_world(provider=provider, STEP_CONCURRENCY="1", PROVIDER_TIMEOUT_SECONDS="10")
+    text = "\n\n".join(f"Part {n}: " + "the ledger moved as planned. " * 140 for n in range(1, 7))
+    plan = plan_job(text, Operation.SUMMARIZE, PLAN, prompt_version=template_for(Operation.SUMMARIZE).version)
+    job = job_record(world.clock.now(), plan=PLAN, total_steps=plan.total_steps)
+    world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+    world.payloads.put_input(JobInput(job_id=job.job_id, text=text), "item", job.expires_at)
+    world.deliver(job)
+    failed = world.current(job)
+    assert failed.error is not None
+    assert failed.error.code == "content_policy"
+    two_steps = Usage(input_tokens=2 * USAGE.input_tokens, output_tokens=2 * USAGE.output_tokens)
+    assert failed.usage == _total(two_steps, FILTERED_USAGE)
+
+    # When an operator redrives it (forced) and the provider answers part 3 this time
+    provider.filtering = False
+    redrive(world, job)
+    world.deliver(job)
+
+    # Then it succeeds, and its usage is every step's plus the refused call's: nothing dropped
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    all_steps = Usage(
+        input_tokens=plan.total_steps * USAGE.input_tokens,
+        output_tokens=plan.total_steps * USAGE.output_tokens,
+    )
+    assert done.usage == _total(all_steps, FILTERED_USAGE)
+    assert len(provider.calls) == plan.total_steps + 1
+
+
+def _total(first: Usage, second: Usage) -> Usage:
+    return Usage(
+        input_tokens=first.input_tokens + second.input_tokens,
+        output_tokens=first.output_tokens + second.output_tokens,
+    )

@@ -68,6 +68,7 @@ def run_loop(plan: StepPlan, model: SlowModel, *, deadline: float, concurrency: 
         plan,
         "gpt-4o-mini",
         {},
+        extra_usage=None,
         concurrency=concurrency,
         heartbeat_seconds=1_000,
         deadline=deadline,

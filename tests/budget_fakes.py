@@ -53,7 +53,9 @@ class InMemoryBudgetLedger:
         """attribute_not_exists(reservation) AND committed <= limit - tokens, both or neither."""
         with self._lock:
             if reservation.ref in self.reservations:
-                return ReserveResult(ReserveOutcome.ALREADY_RESERVED)
+                return ReserveResult(
+                    ReserveOutcome.ALREADY_RESERVED, stored=self.reservations[reservation.ref]
+                )
             counter = self.counters.get((reservation.tenant, reservation.period), Counter())
             if reservation.tokens > limit or counter.used + counter.reserved > limit - reservation.tokens:
                 committed = counter.used + counter.reserved

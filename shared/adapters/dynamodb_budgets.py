@@ -166,6 +166,9 @@ class DynamoBudgetLedger:
                     "Item": reservation_to_item(reservation),
                     "ConditionExpression": "attribute_not_exists(#pk)",
                     "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
+                    # An earlier attempt's reservation comes back in the same call: the retry
+                    # holds what was reserved, not what this code would reserve.
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
             {
@@ -196,10 +199,13 @@ class DynamoBudgetLedger:
         if failed is None:
             return ReserveResult(ReserveOutcome.RESERVED)
         codes, error = failed
+        reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
         if codes[0] == _CONDITION_FAILED:
-            return ReserveResult(ReserveOutcome.ALREADY_RESERVED)
+            stored = reasons[0].get("Item")
+            if not stored:  # pragma: no cover - DynamoDB returns ALL_OLD on a failed condition
+                raise StorageUnavailableError("The stored reservation is not readable right now.") from error
+            return ReserveResult(ReserveOutcome.ALREADY_RESERVED, stored=reservation_from_item(stored))
         if codes[1] == _CONDITION_FAILED:
-            reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
             old = deserialize(reasons[1].get("Item") or {})
             return ReserveResult(ReserveOutcome.EXCEEDED, committed=int(old.get("committedTokens", 0)))
         raise error  # pragma: no cover - a cancellation that is neither condition: a bug

@@ -3,6 +3,7 @@ so the unit tests of submit, settlement and repair with the fake say what they d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,21 @@ def test_a_reservation_is_made_once(ledger: BudgetLedger) -> None:
     outcomes = [ledger.reserve(reservation, 1_000).outcome for _ in range(3)]
 
     assert outcomes == [ReserveOutcome.RESERVED] + [ReserveOutcome.ALREADY_RESERVED] * 2
+    assert ledger.state("acme", PERIOD).reserved == 300
+
+
+def test_a_repeated_reservation_comes_back_as_it_was_stored(ledger: BudgetLedger) -> None:
+    # Given a run's reservation, made by one deploy's code
+    stored = _reservation(300, run=1)
+    ledger.reserve(stored, 1_000)
+
+    # When a retry made by newer code proposes another bound, period and base for the same run
+    proposed = replace(stored, tokens=450, period="2030-02", base_tokens=0)
+    result = ledger.reserve(proposed, 1_000)
+
+    # Then the answer carries the stored reservation, and the run holds what was reserved
+    assert (result.outcome, result.stored) == (ReserveOutcome.ALREADY_RESERVED, stored)
+    assert result.hold(proposed) == stored.hold
     assert ledger.state("acme", PERIOD).reserved == 300
 
 

@@ -17,6 +17,7 @@ from shared.adapters.dynamo_items import fits_in_job_item, sweep_shard
 from shared.clock import to_iso
 from shared.contract import Operation
 from shared.cursor import ListPosition
+from shared.errors import StorageUnavailableError
 from shared.ids import new_job_id, new_sequence_id
 from shared.job import (
     BlobLocation,
@@ -372,10 +373,14 @@ class InMemoryPayloadStore:
         self.writes.append("set_input_expiry")
 
     def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
-        """Store the result unless one is there; the one stored comes back."""
+        """Store the result unless one is there; the one stored comes back, read through
+        get_result as the adapter reads it (a fault injected there reaches this path too)."""
         key = (result.job_id, location)
         if key in self.results:
-            return self.results[key]
+            stored = self.get_result(result.job_id, location)
+            if stored is None:  # pragma: no cover - as the adapter: a refused write means it exists
+                raise StorageUnavailableError("The stored result is not readable right now.")
+            return stored
         self.results[key] = result
         self.expires_at[("result", result.job_id, location)] = expires_at
         self.writes.append("put_result")
@@ -386,10 +391,11 @@ class InMemoryPayloadStore:
         return self.results.get((job_id, location))
 
     def find_result(self, job_id: str) -> tuple[BlobLocation, JobResult] | None:
-        """The item location first, then S3, as the adapter reads them."""
+        """The item location first, then S3, each through get_result, as the adapter reads them:
+        a fault injected into get_result reaches the worker's adoption of an earlier result."""
         locations: tuple[BlobLocation, ...] = ("item", "s3")
         for location in locations:
-            result = self.results.get((job_id, location))
+            result = self.get_result(job_id, location)
             if result is not None:
                 return location, result
         return None

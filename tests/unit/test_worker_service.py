@@ -517,6 +517,28 @@ def test_a_result_an_earlier_claim_stored_is_adopted_without_a_model_call(world:
     assert world.provider.calls == []
 
 
+class UnreadableResults(InMemoryPayloadStore):
+    """Reads of results fail, as S3 answers AccessDenied to a role that may not read them."""
+
+    def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
+        raise StorageUnavailableError("AccessDenied")
+
+
+def test_a_claim_that_cannot_look_for_an_earlier_result_hands_the_job_back_unpaid(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a job claimed before, whose earlier result (if any) cannot be read
+    world = make_world(payloads=UnreadableResults())
+    job = world.job(attempts=1)
+
+    # When it runs again
+    world.deliver(job)
+
+    # Then it is handed back without a model call: "cannot read" is not "no result"
+    handed_back(world, job)
+    assert world.provider.calls == []
+
+
 class LateEarlierWriter(InMemoryPayloadStore):
     """A worker that lost its lease stores its answer just before this one's write."""
 

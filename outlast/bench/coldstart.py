@@ -104,16 +104,20 @@ TARGETS = {
 }
 
 
-def target_verdict(target: ColdStartTarget, median_ms: float, reference_ms: float) -> dict[str, Any]:
-    """A function's target as the report records it: against what, the ratio measured, and whether
-    it was met (a miss is flagged in the report)."""
+def target_verdict(
+    target: ColdStartTarget, median_ms: float, reference_ms: float, cpu_ratio: float | None = None
+) -> dict[str, Any]:
+    """A function's target as the report records it: against what, the spawn-to-answer ratio
+    measured, and whether it was met (a miss is flagged in the report); `cpuRatio`, the child's CPU
+    time over the reference's, tells a busy machine's miss from the code's."""
     ratio = round(median_ms / reference_ms, 2)
-    return {
+    verdict: dict[str, Any] = {
         "reference": target.reference,
         "factor": target.factor,
         "ratio": ratio,
         "met": ratio <= target.factor,
     }
+    return verdict if cpu_ratio is None else verdict | {"cpuRatio": round(cpu_ratio, 2)}
 
 
 SAMPLE_SUB = "3b7c1d2e-8f4a-4c6b-9d1e-2f3a4b5c6d7e"  # the caller in events/*.json
@@ -510,7 +514,9 @@ def run(h: Harness, *, runs: int = 7, say: Callable[[str], None] = lambda _line:
     for name, target in TARGETS.items():
         reference = statistics.median(s["spawnToAnswerSeconds"] for s in samples[target.reference])
         median = statistics.median(s["spawnToAnswerSeconds"] for s in samples[name])
-        report[name]["target"] = target_verdict(target, median, reference)
+        cpu = statistics.median(s["cpuSeconds"] for s in samples[name])
+        cpu_ratio = cpu / statistics.median(s["cpuSeconds"] for s in samples[target.reference])
+        report[name]["target"] = target_verdict(target, median, reference, cpu_ratio)
     floors = {name: report.pop(name) | {"libraries": library_versions(name)} for name in FLOORS}
     return {
         "runsPerFunction": runs,

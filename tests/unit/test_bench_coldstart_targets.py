@@ -28,6 +28,14 @@ def test_a_target_is_met_at_its_factor_and_missed_above_it() -> None:
     }
     assert target_verdict(TARGETS["submit"], 504.0, 400.0)["met"] is False
     assert target_verdict(TARGETS["relay"], 260.0, 200.0)["met"] is True
+    # The CPU ratio rides beside the verdict, which stays the spawn-to-answer one
+    assert target_verdict(TARGETS["worker"], 700.0, 500.0, cpu_ratio=1.123) == {
+        "reference": "workerFloor",
+        "factor": 1.35,
+        "ratio": 1.4,
+        "met": False,
+        "cpuRatio": 1.12,
+    }
 
 
 def _stats(median: float) -> dict[str, Any]:

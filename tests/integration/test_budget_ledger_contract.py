@@ -136,6 +136,25 @@ def test_a_release_gives_every_token_back_once(ledger: BudgetLedger) -> None:
     assert ledger.state("acme", PERIOD) == BudgetState("acme", PERIOD, None, used=0, reserved=0)
 
 
+def test_a_closed_run_keeps_what_it_was_charged_and_an_open_one_says_nothing(ledger: BudgetLedger) -> None:
+    # Given one job's three runs: settled, released, and one still open
+    job_id = new_job_id()
+    settled, released, running = (_reservation(100, job_id=job_id, run=run) for run in range(3))
+    for reservation in (settled, released, running):
+        ledger.reserve(reservation, 1_000)
+    ledger.settle(_settlement(settled, 42))
+    ledger.release(released)
+    ledger.defer(running, NOW + GRACE)
+
+    # Then the ledger says what each closed run counted, per run, and nothing for the open one
+    assert ledger.settled_runs(job_id) == {0: 42, 1: 0}
+    assert ledger.settled_runs(new_job_id()) == {}
+    assert ledger.open_reservations([settled.ref, released.ref, running.ref]) == {running.ref}
+    # ... and a closed run is never reserved again (a repeated submit or redrive finds it)
+    assert ledger.reserve(settled, 1_000).outcome is ReserveOutcome.ALREADY_RESERVED
+    assert ledger.state("acme", PERIOD) == BudgetState("acme", PERIOD, None, used=42, reserved=100)
+
+
 def test_a_settlement_for_other_tokens_than_reserved_changes_nothing(ledger: BudgetLedger) -> None:
     reservation = _reservation(500)
     ledger.reserve(reservation, 1_000)

@@ -55,6 +55,8 @@ LOG_RETENTION_DAYS = frozenset(
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _ORIGIN = re.compile(r"^https://[a-z0-9.-]+(:\d{1,5})?$")
+# Other origins may be plain http (a developer's app on localhost); never a wildcard.
+_ANY_ORIGIN = re.compile(r"^https?://[a-z0-9.-]+(:\d{1,5})?$")
 
 
 class BundleMode(StrEnum):
@@ -129,7 +131,7 @@ class StageConfig(BaseModel):
     # Identity and the HTTP API.
     self_sign_up: bool = Field(default=False, alias="selfSignUp")
     threat_protection: bool = Field(default=False, alias="threatProtection")
-    # Origins the API's CORS allows besides the console's (`consoleOrigin`); neither set: any (`*`).
+    # Origins the API's CORS allows besides the console's (`consoleOrigin`); neither set: none.
     cors_allowed_origins: CsvTuple = Field(default=(), alias="corsAllowedOrigins")
     # The web console (DESIGN.md, "Web console"): its origin as browsers see it (the ConsoleUrl output
     # after the first deploy, or a domain in front of it), and the user pool domain's prefix.
@@ -243,6 +245,17 @@ class StageConfig(BaseModel):
             raise ValueError("must be an https origin: https://host[:port], no path")
         return value
 
+    @field_validator("cors_allowed_origins")
+    @classmethod
+    def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for origin in value:
+            if not _ANY_ORIGIN.match(origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: list each as http(s)://host[:port], no path; "
+                    "CORS never allows any origin (*)"
+                )
+        return value
+
     @field_validator("auth_domain_prefix")
     @classmethod
     def _prefix(cls, value: str | None) -> str | None:
@@ -300,9 +313,10 @@ class StageConfig(BaseModel):
 
     @property
     def api_cors_origins(self) -> tuple[str, ...]:
-        """What the HTTP API's CORS allows: the console's origin and `corsAllowedOrigins`, else any."""
+        """What the HTTP API's CORS allows: the console's origin and `corsAllowedOrigins`, never any
+        (`*`): with neither set, no browser origin (synth says how to set one)."""
         origins = ((self.console_origin,) if self.console_origin else ()) + self.cors_allowed_origins
-        return tuple(dict.fromkeys(origins)) or ("*",)
+        return tuple(dict.fromkeys(origins))
 
     @property
     def plan(self) -> PlanParameters:

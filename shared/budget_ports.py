@@ -29,12 +29,13 @@ class BudgetLedger(Protocol):
         ...
 
     def settle(self, settlement: Settlement) -> bool:
-        """Delete the run's reservation and move its tokens: reserved -= reserved_tokens, used +=
-        used_tokens. False when the reservation is gone (settled or released already)."""
+        """Close the run's reservation and move its tokens: reserved -= reserved_tokens, used +=
+        used_tokens. False when it is not open (settled or released already)."""
         ...
 
     def release(self, reservation: Reservation) -> bool:
-        """Delete a reservation nothing will settle and give its tokens back. False when it is gone."""
+        """Close a reservation nothing will settle and give its tokens back (it counts 0 used).
+        False when it is not open."""
         ...
 
     def due(self, shard: str, due_by: datetime, limit: int) -> list[Reservation]:
@@ -47,4 +48,9 @@ class BudgetLedger(Protocol):
 
     def open_reservations(self, refs: Collection[ReservationRef]) -> set[ReservationRef]:
         """Which of these reservations are still open (not settled or released)."""
+        ...
+
+    def settled_runs(self, job_id: str) -> dict[int, int]:
+        """What the ledger counted as used for each closed run of a job (a released run: 0), by
+        run; open runs are not in it. A closed reservation is kept as this record until its TTL."""
         ...

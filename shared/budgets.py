@@ -159,10 +159,17 @@ class ReserveOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class ReserveResult:
-    """A reservation's outcome; `committed` is the counter as the refusal found it (EXCEEDED only)."""
+    """A reservation's outcome; `committed` is the counter as the refusal found it (EXCEEDED only);
+    `stored` the reservation an earlier attempt wrote (ALREADY_RESERVED only)."""
 
     outcome: ReserveOutcome
     committed: int | None = None
+    stored: Reservation | None = None
+
+    def hold(self, proposed: Reservation) -> BudgetHold:
+        """What the run holds: the stored reservation when an earlier attempt made it (its tokens,
+        period and base, whatever this attempt's code computed), else the one just proposed."""
+        return (self.stored or proposed).hold
 
 
 def new_reservation(

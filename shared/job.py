@@ -164,6 +164,13 @@ class JobRecord(JobSummary):
     # A small input (until the job ends) or result, as JSON, when its location is "job".
     input_body: str | None = None
     result_body: str | None = None
+    # A multi-step job's tokens of calls whose answers are not its checkpoints (a refused call
+    # that reported usage, a second call of a step another claim checkpointed first): its usage
+    # is the checkpoints' sum plus these, so a redrive that re-sums the checkpoints keeps them.
+    extra_usage: Usage | None = None
+    # The usage already counts the stored result's tokens (a Failed write after the Succeeded one
+    # failed): a later claim that adopts that result must not add them again.
+    result_usage_counted: bool = False
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

@@ -88,6 +88,9 @@ class Transition:
     error: JobError | None = None
     usage: Usage | None = None  # added to the job's usage (a call's tokens)
     usage_total: Usage | None = None  # replaces it (a multi-step job sums its checkpoints)
+    extra_usage: Usage | None = None  # replaces JobRecord.extra_usage (with usage_total)
+    # The usage this write records includes the stored result's (JobRecord.result_usage_counted).
+    result_usage_counted: bool = False
     result_location: BlobLocation | None = None
     result_body: str | None = None  # a small result written into the job item (location "job")
     input_location: BlobLocation | None = None  # where the input is from now on (moved out of the item)
@@ -188,11 +191,17 @@ class JobRepository(Protocol):
         ...
 
     def record_progress(
-        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+        self,
+        job_id: str,
+        lease: Lease,
+        completed_steps: int,
+        usage: Usage | None,
+        extra_usage: Usage | None,
     ) -> JobRecord:
-        """The holder checkpointed steps: completedSteps and the job's usage (the checkpoints' sum)
-        are set, stalls go back to 0 (this claim made progress) and the lease is extended, like a
-        heartbeat; TransitionConflictError when the lease is lost. No index key changes.
+        """The holder checkpointed steps: completedSteps, the job's usage (the checkpoints' sum plus
+        `extra_usage`, JobRecord.extra_usage, also set) are set, stalls go back to 0 (this claim
+        made progress) and the lease is extended, like a heartbeat; TransitionConflictError when
+        the lease is lost. No index key changes.
 
         The job comes back as written, so the holder sees a CancellationRequested at once.
         """
@@ -285,11 +294,7 @@ class JobQueue(Protocol):
         ...
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
-        """Send one message."""
-        ...
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        """Hide a received message for `seconds` (the backoff before its next delivery)."""
+        """Send one message, invisible for `delay_seconds` (at most SQS's 900)."""
         ...
 
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:

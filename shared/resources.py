@@ -57,6 +57,8 @@ RESULT_PREFIX = "results/"
 
 # Payloads above this size go to S3: an S3 PUT costs what about 8 KB of DynamoDB writes cost.
 INLINE_PAYLOAD_LIMIT_BYTES = 8 * 1024
+# SQS's longest DelaySeconds: a job due later is sent that much delayed, and deferred again on arrival.
+MAX_DELAY_SECONDS = 900
 
 # Live updates (DESIGN.md, "Live updates"): tickets and open WebSocket connections share one table.
 ENV_CONNECTIONS_TABLE = "CONNECTIONS_TABLE_NAME"

@@ -37,7 +37,9 @@ class InMemoryBudgetLedger:
 
     limits: dict[str, int] = field(default_factory=dict)
     counters: dict[tuple[str, str], Counter] = field(default_factory=dict)
-    reservations: dict[ReservationRef, Reservation] = field(default_factory=dict)
+    reservations: dict[ReservationRef, Reservation] = field(default_factory=dict)  # the open ones
+    # Closed reservations (settled or released), with what each counted as used.
+    closed: dict[ReservationRef, tuple[Reservation, int]] = field(default_factory=dict)
     writes: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -52,8 +54,9 @@ class InMemoryBudgetLedger:
     def reserve(self, reservation: Reservation, limit: int) -> ReserveResult:
         """attribute_not_exists(reservation) AND committed <= limit - tokens, both or neither."""
         with self._lock:
-            if reservation.ref in self.reservations:
-                return ReserveResult(ReserveOutcome.ALREADY_RESERVED)
+            stored = self.reservations.get(reservation.ref) or self.closed.get(reservation.ref, (None, 0))[0]
+            if stored is not None:
+                return ReserveResult(ReserveOutcome.ALREADY_RESERVED, stored=stored)
             counter = self.counters.get((reservation.tenant, reservation.period), Counter())
             if reservation.tokens > limit or counter.used + counter.reserved > limit - reservation.tokens:
                 committed = counter.used + counter.reserved
@@ -67,7 +70,7 @@ class InMemoryBudgetLedger:
             return ReserveResult(ReserveOutcome.RESERVED)
 
     def settle(self, settlement: Settlement) -> bool:
-        """Delete the reservation (while it exists, for these tokens); reserved -= r, used += u."""
+        """Close the reservation (while it is open, for these tokens); reserved -= r, used += u."""
         return self._close(
             settlement.ref,
             settlement.tenant,
@@ -78,7 +81,7 @@ class InMemoryBudgetLedger:
         )
 
     def release(self, reservation: Reservation) -> bool:
-        """Delete the reservation; reserved -= r."""
+        """Close the reservation, counting 0 used; reserved -= r."""
         return self._close(
             reservation.ref, reservation.tenant, reservation.period, reservation.tokens, 0, kind="release"
         )
@@ -106,10 +109,16 @@ class InMemoryBudgetLedger:
                 self.writes.append("defer")
 
     def open_reservations(self, refs: Collection[ReservationRef]) -> set[ReservationRef]:
-        """Which still exist."""
+        """Which are still open."""
         with self._lock:
             self.reads.append("open_reservations")
             return {ref for ref in refs if ref in self.reservations}
+
+    def settled_runs(self, job_id: str) -> dict[int, int]:
+        """What each closed run of the job counted as used."""
+        with self._lock:
+            self.reads.append("settled_runs")
+            return {ref.run: used for ref, (_, used) in self.closed.items() if ref.job_id == job_id}
 
     def counter(self, tenant: str, period: str) -> Counter:
         """The counter as it stands (a copy)."""
@@ -124,7 +133,7 @@ class InMemoryBudgetLedger:
             current = self.reservations.get(ref)
             if current is None or current.tokens != reserved:
                 return False
-            del self.reservations[ref]
+            self.closed[ref] = (self.reservations.pop(ref), used)
             counter = self.counters.setdefault((tenant, period), Counter())
             counter.reserved -= reserved
             counter.used += used

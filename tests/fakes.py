@@ -17,6 +17,7 @@ from shared.adapters.dynamo_items import fits_in_job_item, sweep_shard
 from shared.clock import to_iso
 from shared.contract import Operation
 from shared.cursor import ListPosition
+from shared.errors import StorageUnavailableError
 from shared.ids import new_job_id, new_sequence_id
 from shared.job import (
     BlobLocation,
@@ -190,9 +191,14 @@ class InMemoryJobRepository:
         return written
 
     def record_progress(
-        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+        self,
+        job_id: str,
+        lease: Lease,
+        completed_steps: int,
+        usage: Usage | None,
+        extra_usage: Usage | None,
     ) -> JobRecord:
-        """A heartbeat's condition; sets completedSteps and usage, stalls back to 0."""
+        """A heartbeat's condition; sets completedSteps, usage and extra usage, stalls back to 0."""
         current = self.jobs.get(job_id)
         if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
             raise TransitionConflictError(current)
@@ -203,6 +209,8 @@ class InMemoryJobRepository:
         }
         if usage is not None:
             changes["usage"] = usage
+        if extra_usage is not None:
+            changes["extra_usage"] = extra_usage
         written = self._written(current.model_copy(update=changes), "progress")
         self.writes.append("record_progress")
         return written
@@ -300,15 +308,7 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["cancel_requested_at"] = t.cancel_requested_at
     if t.error is not None:
         changes["error"] = t.error
-    if t.usage_total is not None:
-        changes["usage"] = t.usage_total
-    elif t.usage is not None:
-        # Tokens add up over attempts (the adapter uses ADD).
-        before = job.usage or Usage(input_tokens=0, output_tokens=0)
-        changes["usage"] = Usage(
-            input_tokens=before.input_tokens + t.usage.input_tokens,
-            output_tokens=before.output_tokens + t.usage.output_tokens,
-        )
+    changes.update(_usage_changes(job, t))
     if t.result_location is not None:
         changes["result_location"] = t.result_location
     if t.result_body is not None:
@@ -317,6 +317,24 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["input_location"] = t.input_location
     if t.target in TERMINAL:
         changes["input_body"] = None
+    return changes
+
+
+def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if t.usage_total is not None:
+        changes["usage"] = t.usage_total
+        if t.extra_usage is not None:
+            changes["extra_usage"] = t.extra_usage
+    elif t.usage is not None:
+        # Tokens add up over attempts (the adapter uses ADD).
+        before = job.usage or Usage(input_tokens=0, output_tokens=0)
+        changes["usage"] = Usage(
+            input_tokens=before.input_tokens + t.usage.input_tokens,
+            output_tokens=before.output_tokens + t.usage.output_tokens,
+        )
+    if t.result_usage_counted:
+        changes["result_usage_counted"] = True
     return changes
 
 
@@ -355,10 +373,14 @@ class InMemoryPayloadStore:
         self.writes.append("set_input_expiry")
 
     def put_result(self, result: JobResult, location: BlobLocation, expires_at: datetime) -> JobResult:
-        """Store the result unless one is there; the one stored comes back."""
+        """Store the result unless one is there; the one stored comes back, read through
+        get_result as the adapter reads it (a fault injected there reaches this path too)."""
         key = (result.job_id, location)
         if key in self.results:
-            return self.results[key]
+            stored = self.get_result(result.job_id, location)
+            if stored is None:  # pragma: no cover - as the adapter: a refused write means it exists
+                raise StorageUnavailableError("The stored result is not readable right now.")
+            return stored
         self.results[key] = result
         self.expires_at[("result", result.job_id, location)] = expires_at
         self.writes.append("put_result")
@@ -369,10 +391,11 @@ class InMemoryPayloadStore:
         return self.results.get((job_id, location))
 
     def find_result(self, job_id: str) -> tuple[BlobLocation, JobResult] | None:
-        """The item location first, then S3, as the adapter reads them."""
+        """The item location first, then S3, each through get_result, as the adapter reads them:
+        a fault injected into get_result reaches the worker's adoption of an earlier result."""
         locations: tuple[BlobLocation, ...] = ("item", "s3")
         for location in locations:
-            result = self.results.get((job_id, location))
+            result = self.get_result(job_id, location)
             if result is not None:
                 return location, result
         return None

@@ -215,7 +215,9 @@ def _reserve_budget(
         raise BudgetExceededError(exceeded_detail(limit, committed, reservation.tokens, period))
     if result.outcome is ReserveOutcome.RESERVED:
         record_reservation(state, limit, reservation)
-    return reservation.hold
+    # A retry that completes a crashed submit holds what that submit reserved (a deploy between
+    # them may compute another bound): the settlement's condition is on the stored tokens.
+    return result.hold(reservation)
 
 
 def _location_for(job_input: JobInput) -> BlobLocation:

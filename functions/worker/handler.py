@@ -47,7 +47,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     async def record_handler(record: Mapping[str, Any]) -> None:
         lane = Lane.ISOLATION if record["eventSourceARN"] == settings.isolation_queue_arn else Lane.SHARED
         try:
-            await worker.handle(record["body"], record["receiptHandle"], lane)
+            await worker.handle(record["body"], lane)
         except RetryLater:
             raise
         except Exception:

@@ -43,7 +43,7 @@ from shared.ports import (
     TransitionConflictError,
 )
 from shared.prompts import template_for_version
-from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
+from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES, MAX_DELAY_SECONDS
 from shared.retention import end_input, input_expiry, input_needs_renewal
 
 T = TypeVar("T")
@@ -56,9 +56,12 @@ class _Run:
 
     job: JobRecord
     lease: Lease
-    lane: Lane
+    message: JobMessage  # what dispatched it: a hand-back sends a fresh copy of it
     usage: Usage | None = None  # added to the job's (a one-step job's call)
+    # `usage` includes the tokens of the job's stored result (JobRecord.result_usage_counted).
+    usage_has_result: bool = False
     usage_total: Usage | None = None  # replaces it (a multi-step job: every checkpoint's tokens)
+    extra_usage: Usage | None = None  # with usage_total: the calls outside the checkpoints
     # The model's answer once received, until it is stored as the job's result: an error before
     # the store is followed by one more try, so the next claim adopts it instead of paying again.
     unsaved: tuple[JobResult, BlobLocation] | None = None
@@ -86,16 +89,21 @@ class JobWorker:
     def _now(self) -> datetime:
         return truncate_to_millis(self._deps.clock.now())
 
-    async def handle(self, body: str, receipt_handle: str, lane: Lane) -> None:
-        """Process one message of `lane`'s queue; return to delete it, raise RetryLater to keep it."""
+    async def handle(self, body: str, lane: Lane) -> None:
+        """Process one message of `lane`'s queue; return to delete it, raise RetryLater to keep it.
+
+        A job handed back to Pending (a release, a backoff, a deferral) is dispatched by a fresh
+        delayed message, never by keeping this one: the queue's receive count then counts crashes
+        only, and the redrive policy never dead-letters a healthy job (DESIGN.md, "Delivery and
+        execution")."""
         message = parse_job_message(body)
         if message is None:
             await self._park(lane, body, "unparseable", None)
             return
         bind_job_in_task(message.job_id, message.trace_id)
-        run = await self._claim(message, body, receipt_handle, lane)
+        run = await self._claim(message, body, lane)
         if run is not None:
-            await self._execute(run, receipt_handle)
+            await self._execute(run)
 
     async def _park(self, lane: Lane, body: str, reason: str, job_id: str | None) -> None:
         # Poison: no retry can fix it, so it goes to the DLQ now instead of after maxReceiveCount.
@@ -103,7 +111,7 @@ class JobWorker:
         metrics.add_metric(name="PoisonMessages", unit="Count", value=1)
         logger.warning("poison message parked on the DLQ", extra={"reason": reason})
 
-    async def _claim(self, message: JobMessage, body: str, receipt_handle: str, lane: Lane) -> _Run | None:
+    async def _claim(self, message: JobMessage, body: str, lane: Lane) -> _Run | None:
         """One conditional UpdateItem, no read first: when it is refused, the job as it stood
         (ReturnValuesOnConditionCheckFailure) says why."""
         now = self._now()
@@ -127,15 +135,13 @@ class JobWorker:
         try:
             claimed = await self._io(self._deps.repository.transition, claim)
         except TransitionConflictError as refused:
-            await self._refused(refused.current, message, body=body, receipt_handle=receipt_handle, lane=lane)
+            await self._refused(refused.current, message, body=body, lane=lane)
             return None
         # DEBUG: the one INFO line of a job's run is "job finished" (every line is billed).
         logger.debug("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
-        return _Run(job=claimed, lease=lease, lane=lane)
+        return _Run(job=claimed, lease=lease, message=message)
 
-    async def _refused(
-        self, job: JobRecord | None, message: JobMessage, *, body: str, receipt_handle: str, lane: Lane
-    ) -> None:
+    async def _refused(self, job: JobRecord | None, message: JobMessage, *, body: str, lane: Lane) -> None:
         """A refused claim costs no model call; the job as it stood decides what the message does."""
         if job is None:
             await self._park(lane, body, "unknown_job", message.job_id)
@@ -147,17 +153,17 @@ class JobWorker:
         elif job.stalls >= job.max_attempts:
             await self._finish_pending_exhausted(job, self._now())
         elif job.dispatch_at > (now := self._now()):
-            # Early (a duplicate while the job backs off): come back when it is due.
+            # Early: a wait longer than SQS's longest delay, or a duplicate while the job backs off.
+            # Come back when it is due, as a fresh message (this one is deleted).
             wait = max(1, int((job.dispatch_at - now).total_seconds() + 0.999))
-            await self._io(self._deps.queues[lane].change_visibility, receipt_handle, wait)
-            raise RetryLater
+            await self._dispatch(job, message, wait)
         else:
             # It was claimable when read back: another worker won the race and then let go.
             logger.info("claim lost")
 
-    async def _execute(self, run: _Run, receipt_handle: str) -> None:
+    async def _execute(self, run: _Run) -> None:
         try:
-            await self._run_claimed(run, receipt_handle)
+            await self._run_claimed(run)
         except RetryLater:
             raise
         except LeaseLost:
@@ -167,7 +173,7 @@ class JobWorker:
             logger.exception("the worker failed while running the job; handing it back")
             metrics.add_metric(name="WorkerErrors", unit="Count", value=1)
             await self._checkpoint_answer(run)
-            await self._retry_or_exhaust(run, receipt_handle, provider_hint=None)
+            await self._retry_or_exhaust(run, provider_hint=None)
 
     async def _checkpoint_answer(self, run: _Run) -> None:
         """Store a received answer that the failed run did not get to store (best effort)."""
@@ -179,7 +185,7 @@ class JobWorker:
         except Exception:  # noqa: BLE001 - storage still failing: the answer is lost, the job is not
             logger.warning("the model's answer could not be stored; the next claim asks again")
 
-    async def _run_claimed(self, run: _Run, receipt_handle: str) -> None:
+    async def _run_claimed(self, run: _Run) -> None:
         job = run.job
         await self._renew_input_of_old_job(job)
         if await self._adopt_earlier_result(run):
@@ -199,7 +205,7 @@ class JobWorker:
             max_output_tokens=job_input.max_output_tokens,
         )
         if plan.total_steps > 1:
-            await self._run_steps(run, plan, receipt_handle)
+            await self._run_steps(run, plan)
             return
         template = template_for_version(job.operation, job.prompt_version)
         request = CompletionRequest(
@@ -211,14 +217,14 @@ class JobWorker:
         try:
             completion = await self._call_under_lease(run, request)
         except TransientProviderError as error:
-            await self._retry_or_exhaust(run, receipt_handle, error.retry_after)
+            await self._retry_or_exhaust(run, error.retry_after)
         except TerminalProviderError as error:
             run.usage = error.usage if isinstance(error.usage, Usage) else None
             await self._fail(run, error.job_code)
         except CancelObserved:
             await self._cancel(run)
         except ReleaseNeeded:
-            await self._release(run, receipt_handle)
+            await self._release(run)
         else:
             await self._succeed(run, completion, job_input.labels)
 
@@ -260,12 +266,14 @@ class JobWorker:
         logger.info("result adopted from an earlier claim")
         if run.job.total_steps > 1:
             run.usage_total = adopted.usage  # a multi-step result carries every step's tokens
-        else:
-            run.usage = adopted.usage
+        elif not run.job.result_usage_counted:
+            run.usage, run.usage_has_result = adopted.usage, True
+        # else: a Failed write counted them already (its Succeeded write had failed); a redrive
+        # adopts the result without counting its tokens twice.
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
         return True
 
-    async def _run_steps(self, run: _Run, plan: StepPlan, receipt_handle: str) -> None:
+    async def _run_steps(self, run: _Run, plan: StepPlan) -> None:
         """A multi-step job: the steps no claim checkpointed yet (functions.worker.steps), then the
         outcome: Succeeded with the final output, Failed on a terminal step, handed back otherwise."""
         job = run.job
@@ -282,31 +290,34 @@ class JobWorker:
             plan,
             job.model,
             checkpoints,
+            extra_usage=job.extra_usage,
             concurrency=self._settings.step_concurrency,
             heartbeat_seconds=self._settings.heartbeat_seconds,
             deadline=self._deadline,
+            call_timeout=self._settings.provider_timeout_seconds,
+            monotonic=time.monotonic,
             start_call=lambda request: loop.run_in_executor(
                 self._deps.model_executor, provider.complete, request
             ),
             checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),
-            progress=lambda completed, usage: self._record_progress(run, completed, usage),
+            progress=lambda completed, usage, extra: self._record_progress(run, completed, usage, extra),
             heartbeat=lambda: self._heartbeat(run),
         )
         logger.debug("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
         try:
             stopped = await steps.run()
         except CancelObserved:
-            run.usage_total = steps.usage
+            run.usage_total, run.extra_usage = steps.usage, steps.extra_usage
             await self._cancel(run)
             return
         except ReleaseNeeded:
-            await self._release(run, receipt_handle)
+            await self._release(run)
             return
-        run.usage_total = stopped.usage
+        run.usage_total, run.extra_usage = stopped.usage, stopped.extra_usage
         if isinstance(stopped.error, TerminalProviderError):
             await self._fail(run, stopped.error.job_code)
         elif isinstance(stopped.error, TransientProviderError):
-            await self._retry_or_exhaust(run, receipt_handle, stopped.error.retry_after)
+            await self._retry_or_exhaust(run, stopped.error.retry_after)
         else:
             await self._succeed_steps(run, plan, stopped)
 
@@ -318,13 +329,15 @@ class JobWorker:
         expires_at = input_expiry(self._now(), self._settings.input_retention_hours)
         return await self._io(self._deps.steps.put_step, output, expires_at)
 
-    async def _record_progress(self, run: _Run, completed: int, usage: Usage | None) -> None:
+    async def _record_progress(
+        self, run: _Run, completed: int, usage: Usage | None, extra_usage: Usage | None
+    ) -> None:
         lease = Lease(
             token=run.lease.token, expires_at=self._now() + timedelta(seconds=self._settings.lease_seconds)
         )
         try:
             run.job = await self._io(
-                self._deps.repository.record_progress, run.job.job_id, lease, completed, usage
+                self._deps.repository.record_progress, run.job.job_id, lease, completed, usage, extra_usage
             )
         except TransitionConflictError as conflict:
             raise LeaseLost from conflict
@@ -380,11 +393,14 @@ class JobWorker:
         # second model call (the next claim adopts it), and none leaves a Succeeded job without one.
         result = JobResult(job_id=run.job.job_id, output=output, usage=completion.usage)
         location, stored, body = await self._store_result(run, result)
+        earlier: Usage | None = None
         if stored != result:
             # A claim that lost its lease wrote its answer first. Results are write-once, so its
-            # output stands, and the job counts both calls' tokens: both were spent.
+            # output stands, and the job counts both calls' tokens: both were spent (the stored
+            # one's unless a Failed write counted them already).
             logger.info("result adopted from an earlier claim")
-        run.usage = _sum(stored.usage, completion.usage) if stored != result else completion.usage
+            earlier = None if run.job.result_usage_counted else stored.usage
+        run.usage, run.usage_has_result = _sum(earlier, completion.usage), True
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
 
     async def _fail(self, run: _Run, code: str) -> None:
@@ -421,6 +437,9 @@ class JobWorker:
             error=error,
             usage=run.usage,
             usage_total=run.usage_total,
+            extra_usage=run.extra_usage,
+            # A Failed write that counts the stored result's tokens says so, for a redrive's adoption.
+            result_usage_counted=target is JobStatus.FAILED and run.usage_has_result,
             result_location=result_location,
             result_body=result_body if target is JobStatus.SUCCEEDED else None,
             input_location=moved,
@@ -442,7 +461,7 @@ class JobWorker:
             extra={"status": run.job.status.value, "error_code": error.code if error else None},
         )
 
-    async def _retry_or_exhaust(self, run: _Run, receipt_handle: str, provider_hint: float | None) -> None:
+    async def _retry_or_exhaust(self, run: _Run, provider_hint: float | None) -> None:
         if run.job.stalls >= run.job.max_attempts:
             await self._fail(run, "retries_exhausted")
             return
@@ -453,16 +472,16 @@ class JobWorker:
             provider_hint,
             self._deps.random,
         )
-        await self._back_to_pending(run, receipt_handle, delay)
+        await self._back_to_pending(run, delay)
 
-    async def _release(self, run: _Run, receipt_handle: str) -> None:
+    async def _release(self, run: _Run) -> None:
         """Near the Lambda timeout: hand the job back (never fail it) unless attempts are spent."""
         if run.job.stalls >= run.job.max_attempts:
             await self._fail(run, "retries_exhausted")
             return
-        await self._back_to_pending(run, receipt_handle, 1)
+        await self._back_to_pending(run, 1)
 
-    async def _back_to_pending(self, run: _Run, receipt_handle: str, delay: int) -> None:
+    async def _back_to_pending(self, run: _Run, delay: int) -> None:
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             await self._cancel(run)
             return
@@ -483,10 +502,21 @@ class JobWorker:
             if _cancel_won(conflict, run):
                 await self._cancel(run)
             return
-        # The worker dispatches what it put back to Pending: its own message, hidden until due.
-        await self._io(self._deps.queues[run.lane].change_visibility, receipt_handle, delay)
+        # The worker dispatches what it put back to Pending (after the write: a message that
+        # arrived before it would find the job Running and be dropped).
+        await self._dispatch(run.job, run.message, delay)
         logger.info("job will retry", extra={"delay_seconds": delay, "attempt": run.job.attempts})
-        raise RetryLater
+
+    async def _dispatch(self, job: JobRecord, message: JobMessage, delay: int) -> None:
+        """A fresh message for the job's lane, due in `delay` seconds (SQS delays at most 900: a
+        longer wait is deferred again by the claim it reaches early). Should the send fail, the
+        message being handled is kept instead (RetryLater), and comes back after its visibility
+        timeout: one receive more, for a fault, not for a healthy hand-back."""
+        try:
+            await self._io(self._deps.queues[Lane.of(job)].send, message, min(delay, MAX_DELAY_SECONDS))
+        except Exception as error:
+            logger.exception("the job could not be dispatched again; keeping its message")
+            raise RetryLater from error
 
     async def _finish_pending_exhausted(self, job: JobRecord, now: datetime) -> None:
         moved = await self._io(

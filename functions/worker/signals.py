@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the batch processor, not an error
-    """Leave the message on the queue: its visibility already says when it comes back."""
+    """Keep the message: the job went back to Pending but no fresh message could be sent for it, so
+    this one comes back after its visibility timeout and dispatches it."""
 
 
 class LeaseLost(Exception):  # noqa: N818

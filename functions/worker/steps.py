@@ -9,15 +9,18 @@ adopted, never called again.
 
 It stops starting steps at the first provider failure, lets the steps in flight finish and
 checkpoint, and returns: the caller then fails the job (a terminal failure) or hands it back
-(a transient one). Near the invocation's deadline it raises ReleaseNeeded, and a heartbeat or
-progress write that finds a cancel or a lost lease raises CancelObserved or LeaseLost; answers
-still in flight then are abandoned (their threads end with the SDK's timeout).
+(a transient one). It never starts a call it could not see answered before the invocation's
+deadline (less time left than `call_timeout`, the provider's): such a call would be abandoned
+and paid for again by the next claim. Once no step may start for that reason, it lets the steps
+in flight finish and checkpoint, then raises ReleaseNeeded. Should the deadline come anyway
+(a checkpoint write that hangs), it raises ReleaseNeeded then; a heartbeat or progress write
+that finds a cancel or a lost lease raises CancelObserved or LeaseLost. Answers still in flight
+then are abandoned (their threads end with the SDK's timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -29,17 +32,18 @@ from shared.ports import Completion, CompletionRequest
 
 StartCall = Callable[[CompletionRequest], "asyncio.Future[Completion]"]
 Checkpoint = Callable[[Step, Completion], Awaitable[StepOutput]]
-Progress = Callable[[int, Usage | None], Awaitable[None]]
+Progress = Callable[[int, Usage | None, Usage | None], Awaitable[None]]
 Heartbeat = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class StepsStopped:
-    """Where the loop ended: every step's output so far, their usage, and what stopped it (None:
-    every step is done)."""
+    """Where the loop ended: every step's output so far, the job's usage (the checkpoints' and the
+    extra calls'), the extra calls' alone, and what stopped it (None: every step is done)."""
 
     outputs: Mapping[str, str]
     usage: Usage | None
+    extra_usage: Usage | None
     error: ProviderError | None
 
 
@@ -63,9 +67,12 @@ class StepLoop:
         model: str,
         checkpoints: Mapping[str, StepOutput],
         *,
+        extra_usage: Usage | None,
         concurrency: int,
         heartbeat_seconds: float,
         deadline: float,
+        call_timeout: float,
+        monotonic: Callable[[], float],
         start_call: StartCall,
         checkpoint: Checkpoint,
         progress: Progress,
@@ -80,14 +87,19 @@ class StepLoop:
         self._concurrency = concurrency
         self._heartbeat_seconds = heartbeat_seconds
         self._deadline = deadline
+        self._call_timeout = call_timeout
+        self._monotonic = monotonic  # the clock `deadline` is on (time.monotonic)
+        self._out_of_time = False  # a ready step was not started: the deadline is too close
         self._start_call = start_call
         self._checkpoint = checkpoint
         self._progress = progress
         self._heartbeat = heartbeat
         self._in_flight: dict[asyncio.Future[Completion], Step] = {}
-        self._failed_usage: Usage | None = None
+        # Tokens of calls whose answers are no checkpoint (JobRecord.extra_usage): the earlier
+        # claims' as the job carries them, and this claim's.
+        self._extra_usage = extra_usage
         self._error: ProviderError | None = None
-        self._last_beat = time.monotonic()
+        self._last_beat = monotonic()
 
     @property
     def completed(self) -> int:
@@ -96,8 +108,13 @@ class StepLoop:
 
     @property
     def usage(self) -> Usage | None:
-        """Every checkpoint's usage, and a failed call's if one reported any."""
-        return sum_usage([output.usage for output in self._done.values()] + [self._failed_usage])
+        """Every checkpoint's usage, and the extra calls' (a refused call that reported usage)."""
+        return sum_usage([output.usage for output in self._done.values()] + [self._extra_usage])
+
+    @property
+    def extra_usage(self) -> Usage | None:
+        """The tokens of calls whose answers are not checkpoints, this claim's and earlier ones'."""
+        return self._extra_usage
 
     async def run(self) -> StepsStopped:
         """Run the missing steps; see the module docstring for how it ends."""
@@ -105,19 +122,23 @@ class StepLoop:
             if self._error is None:
                 self._start_ready()
             if not self._in_flight:
+                if self._out_of_time:
+                    raise ReleaseNeeded
                 break
-            budget = self._deadline - time.monotonic()
+            budget = self._deadline - self._monotonic()
             wait = max(0.0, min(self._heartbeat_seconds, budget))
             done, _ = await asyncio.wait(self._in_flight, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for future in done:
                 await self._finished(self._in_flight.pop(future), future)
-            if not done and time.monotonic() >= self._deadline:
+            if not done and self._monotonic() >= self._deadline:
                 raise ReleaseNeeded
-            if time.monotonic() - self._last_beat >= self._heartbeat_seconds:
+            if self._monotonic() - self._last_beat >= self._heartbeat_seconds:
                 await self._heartbeat()
-                self._last_beat = time.monotonic()
+                self._last_beat = self._monotonic()
         outputs = {step_id: output.output for step_id, output in self._done.items()}
-        return StepsStopped(outputs=outputs, usage=self.usage, error=self._error)
+        return StepsStopped(
+            outputs=outputs, usage=self.usage, extra_usage=self._extra_usage, error=self._error
+        )
 
     def _start_ready(self) -> None:
         running = set(self._in_flight.values())
@@ -126,6 +147,9 @@ class StepLoop:
                 return
             if step in running:
                 continue
+            if self._deadline - self._monotonic() < self._call_timeout:
+                self._out_of_time = True
+                return
             children = [self._done[child].output for child in step.inputs]
             request = CompletionRequest(
                 model=self._model,
@@ -137,13 +161,20 @@ class StepLoop:
     async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
         error = future.exception()
         if error is None:
-            self._done[step.step_id] = await self._checkpoint(step, future.result())
-            await self._progress(self.completed, self.usage)
-            self._last_beat = time.monotonic()  # a progress write extends the lease too
+            completion = future.result()
+            stored = await self._checkpoint(step, completion)
+            if (stored.output, stored.usage) != (completion.text, completion.usage):
+                # Another claim checkpointed this step first: its answer stands, and this call
+                # was paid for all the same.
+                self._extra_usage = sum_usage([self._extra_usage, completion.usage])
+            self._done[step.step_id] = stored
+            await self._progress(self.completed, self.usage, self._extra_usage)
+            self._last_beat = self._monotonic()  # a progress write extends the lease too
         elif isinstance(error, TerminalProviderError):
             # A terminal answer wins over a transient one: retrying cannot help the job.
             self._error = error
-            self._failed_usage = error.usage if isinstance(error.usage, Usage) else None
+            if isinstance(error.usage, Usage):  # refused after generating: billed all the same
+                self._extra_usage = sum_usage([self._extra_usage, error.usage])
         elif isinstance(error, TransientProviderError):
             if not isinstance(self._error, TerminalProviderError):
                 self._error = self._error or error

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 
 import jsii
-from aws_cdk import Duration, IStableListProducer, Lazy
+from aws_cdk import Annotations, Duration, IStableListProducer, Lazy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -109,6 +109,9 @@ class Api(Construct):
                 jwt_audience=Lazy.list(_Audiences(self._audiences)),
                 identity_source=["$request.header.Authorization"],
             ),
+            # The console's origin and any listed ones; none until one is set (never `*`). The
+            # configuration stays when empty: API Gateway then answers preflights allowing nothing,
+            # and local mode puts its console's origin in its place.
             cors_preflight=apigwv2.CorsPreflightOptions(
                 allow_origins=list(config.api_cors_origins),
                 allow_methods=[apigwv2.CorsHttpMethod.GET, apigwv2.CorsHttpMethod.POST],
@@ -127,6 +130,15 @@ class Api(Construct):
             access_log_settings=_AccessLogs(self.access_logs),
         )
         self._routes()
+        if not config.api_cors_origins:
+            # An info, as the console's note was: a warning would be a finding of the synth's
+            # validation report, and a stage may mean to have no browser clients.
+            Annotations.of(self).add_info(
+                "The API's CORS allows no origin, so no browser page (the web console included) can "
+                "call it. After the first deploy, deploy again with -c consoleOrigin=<the ConsoleUrl "
+                "output without its trailing slash> (or set it beforehand to the console's own "
+                "domain); list other browser origins in corsAllowedOrigins (docs/deploy.md).",
+            )
 
     def accept_audience(self, client_id: str) -> None:
         """Accept ID tokens of another app client on every route (the ticket route included)."""

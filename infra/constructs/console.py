@@ -199,12 +199,12 @@ class Console(Construct):
             retain_on_delete=False,
             memory_limit=256,
         )
-        if not config.console_origin:
+        if not config.console_origin and config.api_cors_origins:
             Annotations.of(self).add_info(
                 "consoleOrigin is not set, so the API's CORS allows "
                 + ",".join(config.api_cors_origins)
-                + ": after the first deploy set -c consoleOrigin=<the ConsoleUrl output without its "
-                "trailing slash> so that the API allows the console's origin only (docs/deploy.md)."
+                + " but not the console: after the first deploy set -c consoleOrigin=<the ConsoleUrl "
+                "output without its trailing slash> (docs/deploy.md)."
             )
         self._acknowledge()
 

@@ -77,9 +77,10 @@ class Worker(Construct):
         grants.grant_objects(storage.payload_bucket, self.function, ["GetObject"], [r.INPUT_PREFIX])
         grants.grant_objects(storage.payload_bucket, self.function, ["PutObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, self.function)
-        # The event sources grant receive/delete; visibility changes are the worker's backoff, so say so.
-        outbox.jobs_queue.grant(self.function, "sqs:ChangeMessageVisibility")
-        outbox.isolation_queue.grant(self.function, "sqs:ChangeMessageVisibility")
+        # A job the worker hands back to Pending is dispatched by a fresh delayed message to its
+        # lane's queue (the event sources grant receive and delete).
+        grants.grant_send(outbox.jobs_queue, self.function)
+        grants.grant_send(outbox.isolation_queue, self.function)
         # Poison messages are moved to their queue's DLQ by the worker itself (DESIGN.md, "Delivery
         # and execution").
         grants.grant_send(outbox.dead_letter_queue, self.function)

@@ -3,11 +3,13 @@
 Nothing here runs the stack. The units are counted from the items the ledger adapter itself
 writes (`shared.adapters.dynamodb_budgets`: the reservation item and the period's counter, built
 here for a typical job) under DynamoDB's billing rules:
-- a write in a transaction costs 2 write units per started KB of the item (a Delete, the size of
-  the item it deletes); a write to a global secondary index 1 per started KB of the projection;
+- a write in a transaction costs 2 write units per started KB of the item (an Update, the larger
+  of the item before and after it); a write to a global secondary index 1 per started KB of the
+  projection;
 - a read of up to 4 KB eventually consistent costs 0.5 read units (an item that is not there too).
 A job of a tenant with a limit: the reservation (Put reservation + Update counter, its index entry
-in), then the settlement (Delete reservation + Update counter, its index entry out). Every submit
+in), then the settlement (Update closing the reservation + Update counter, its index entry out;
+the closed reservation stays as the record of what the run was charged). Every submit
 reads the tenant's budget (limit and counter, one BatchGetItem of two items) to learn whether it
 has a limit, so a tenant without one pays that read and no write; an ended budgeted job's status
 read asks whether it is settled (a keys-only BatchGetItem). The job item itself carries its hold
@@ -147,7 +149,7 @@ def units() -> dict[str, Any]:
             "readUnits": budget_read + settled_read,
             "breakdown": {
                 "reserve (transaction: Put reservation, Update counter)": reserve,
-                "settle (transaction: Delete reservation, Update counter)": settle,
+                "settle (transaction: Update closing the reservation, Update counter)": settle,
                 "open-reservations index (entry in, entry out)": index,
                 "job item grown by its hold (5 writes)": job_writes,
             },

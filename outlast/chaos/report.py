@@ -62,13 +62,16 @@ class ChaosReport:
     poison_parked: dict[str, int] = field(default_factory=dict)
     faults_fired: dict[str, int] = field(default_factory=dict)
     client_retries: int = 0
-    # Token budgets, after the drain and the settlements: |used - the jobs' usage| + reserved, summed
-    # over the run's tenants; must be 0. None: the stack has no budget (nothing reserved or settled).
-    budget_drift: int | None = None
-    budget_used: int = 0
-    budget_usage: int = 0  # the sum of the accepted jobs' usage (input + output tokens)
+    # Token budgets against the model server's own tally of the tokens it served, after the drain
+    # and the settlements: per job, what the ledger charged (its closed reservations) is at most what
+    # was served, and equal for a job no fault touched; nothing stays reserved. Each mismatch is a
+    # line; must be empty. None: the stack has no budget (nothing reserved or settled).
+    budget_mismatches: list[str] | None = None
+    budget_jobs: int = 0
+    budget_charged: int = 0  # what the ledger charged the run's jobs, in tokens
+    budget_served: int = 0  # what the model server served them
+    budget_exact_jobs: int = 0  # jobs no fault touched, held to equality
     budget_reserved: int = 0
-    budget_tenants: int = 0
     run_seconds: float | None = None
     drain_seconds: float | None = None
     jobs: list[dict[str, Any]] = field(default_factory=list)  # per job, for --json-out only
@@ -86,7 +89,7 @@ class ChaosReport:
     @property
     def ok(self) -> bool:
         """True when nothing was lost, duplicated or leaked, and no invariant broke."""
-        drifted = self.budget_drift is not None and self.budget_drift != 0
+        drifted = bool(self.budget_mismatches)
         return not (
             self.lost
             or self.duplicates
@@ -122,12 +125,13 @@ def _must_be_zero(items: list[str]) -> str:
 
 
 def _budget(report: ChaosReport) -> str:
-    if report.budget_drift is None:
+    if report.budget_mismatches is None:
         return "not measured (the stack has no token budget)"
-    verdict = "" if report.budget_drift == 0 else "  <-- FAIL"
+    verdict = "" if not report.budget_mismatches else "  <-- FAIL"
     return (
-        f"{report.budget_drift}  (must be 0)  [{report.budget_tenants} tenants: used {report.budget_used}, "
-        f"the jobs' usage {report.budget_usage}, reserved {report.budget_reserved}]{verdict}"
+        f"{len(report.budget_mismatches)}  (must be 0)  [{report.budget_jobs} jobs: charged "
+        f"{report.budget_charged}, served {report.budget_served}; equal on the "
+        f"{report.budget_exact_jobs} no fault touched; reserved {report.budget_reserved}]{verdict}"
     )
 
 
@@ -185,7 +189,7 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("cross-owner reads that leaked", _must_be_zero(report.leaks) + f"  [{report.probes} probes]"),
         ("invariant violations", _must_be_zero(report.violations)),
         ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
-        ("budget drift (|used - usage| + reserved)", _budget(report)),
+        ("budget ledger vs tokens served", _budget(report)),
         ("model calls per Succeeded job", f"{report.calls_per_succeeded:.2f}  ({report.calls} calls)"),
         ("no-fault baseline calls per job", f"{report.baseline:.2f}"),
         ("jobs with model calls no fault explains", f"{len(report.unexplained_calls)}  (should be 0)"),
@@ -222,6 +226,7 @@ def render(report: ChaosReport) -> str:
         ("leaks", report.leaks),
         ("violations", report.violations),
         ("jobs failed without a fault of their own", report.blameless_failures),
+        ("budget ledger vs tokens served", report.budget_mismatches or []),
         ("unexpected outcomes", report.unexpected),
         ("model calls no fault explains", report.unexplained_calls),
         ("submits the clients gave up on", report.abandoned),

@@ -58,6 +58,7 @@ class Observed:
     result: str  # "ok", "absent" (409), or what went wrong
     calls: list[dict[str, object]]
     total_steps: int = 1  # the job's plan: one call per step when nothing fails
+    hashes: frozenset[str] = frozenset()  # the model server's keys of this job's calls
 
     @property
     def status(self) -> str:
@@ -136,8 +137,8 @@ class Verifier:
         self._check_poison()
         self._check_queues()
         self._check_replays()
-        self._check_budgets()
         self._count()
+        self._check_budgets()  # after the count: which jobs made the calls they were predicted
         return report
 
     # --- reads -------------------------------------------------------------------------------
@@ -163,8 +164,9 @@ class Verifier:
             result = f"unreadable: {error.reason}"
         job = self._repository.get_job(job_id)
         checkpoints = self._steps.get_steps(job_id, datetime.now(UTC)) if job and job.total_steps > 1 else {}
-        mine = [call for key in request_hashes(run, job, checkpoints) for call in calls.get(key, [])]
-        return Observed(run, document, result, mine, job.total_steps if job else 1)
+        hashes = frozenset(request_hashes(run, job, checkpoints))
+        mine = [call for key in hashes for call in calls.get(key, [])]
+        return Observed(run, document, result, mine, job.total_steps if job else 1, hashes)
 
     def _read_jobs(self) -> None:
         with urllib.request.urlopen(self.driver.target.model_url + "/_calls", timeout=30) as response:  # noqa: S310 - loopback
@@ -409,9 +411,16 @@ class Verifier:
                     self.report.violations.append(f"{job_id}: its message was parked on {name} as {reason}")
 
     def _check_budgets(self) -> None:
-        """Every tenant of the run: what its counters say was used and is reserved, against what its
-        jobs report they used. Settlement follows a job's end (the notifier, else the sweeper a
-        grace later), so the counters are read until nothing is reserved or the wait runs out."""
+        """The budget ledger against the tokens the model server says it served, per job.
+
+        The ledger's record of each job is what its closed reservations counted (settled_runs);
+        the server's is its own tally, per request hash, which the run attributes to jobs by the
+        hashes of each job's calls (every job's text is unique). Per job the ledger is at most the
+        tally (a killed worker's or an abandoned call's tokens were served and never read), and
+        equal for a job no fault touched; nothing may stay reserved. Settlement follows a job's
+        end (the notifier, else the sweeper a grace later), so the counters are read until
+        nothing is reserved or the wait runs out. Never compared with the job documents: the
+        ledger was settled from them."""
         target = self.driver.target
         if target.default_monthly_tokens == 0:
             return
@@ -425,23 +434,39 @@ class Verifier:
             if sum(state.reserved for state in states) == 0 or time.monotonic() > deadline:
                 break
             time.sleep(1)
-        usage: Counter[str] = Counter()
-        for seen in self.observed.values():
-            document = seen.document
-            if document is not None and document["usage"] is not None:
-                tenant = self.driver.owners[seen.run.planned.owner].caller.tenant
-                usage[tenant] += document["usage"]["inputTokens"] + document["usage"]["outputTokens"]
+        with urllib.request.urlopen(target.model_url + "/_tally", timeout=30) as response:  # noqa: S310 - loopback
+            tally: dict[str, dict[str, int]] = json.loads(response.read())
         report = self.report
-        report.budget_tenants = len(tenants)
-        report.budget_used = sum(state.used for state in states)
+        report.budget_mismatches = []
         report.budget_reserved = sum(state.reserved for state in states)
-        report.budget_usage = sum(usage.values())
-        used_by_tenant: Counter[str] = Counter()
-        for state in states:
-            used_by_tenant[state.tenant] += state.used
-        report.budget_drift = report.budget_reserved + sum(
-            abs(used_by_tenant[tenant] - usage[tenant]) for tenant in tenants
-        )
+        if report.budget_reserved:
+            report.budget_mismatches.append(f"{report.budget_reserved} tokens still reserved after the drain")
+        for job_id, seen in self.observed.items():
+            charged = sum(ledger.settled_runs(job_id).values())
+            served = sum(
+                tally.get(key, {}).get("inputTokens", 0) + tally.get(key, {}).get("outputTokens", 0)
+                for key in seen.hashes
+            )
+            exact = self._untouched(seen)
+            report.budget_jobs += 1
+            report.budget_charged += charged
+            report.budget_served += served
+            report.budget_exact_jobs += exact
+            label = f"{job_id} ({seen.run.fault})"
+            if charged > served:
+                report.budget_mismatches.append(
+                    f"{label}: the ledger charged {charged} tokens, {served} were served"
+                )
+            elif exact and charged != served:
+                report.budget_mismatches.append(
+                    f"{label}: untouched by faults, the ledger charged {charged} of {served} tokens served"
+                )
+
+    def _untouched(self, seen: Observed) -> bool:
+        """A job no fault touched: no fault of its own, no crashed batch, the calls it was predicted."""
+        if seen.run.fault is not Fault.NONE or seen.run.job_id in self.collateral:
+            return False
+        return not any(line.startswith(f"{seen.run.job_id} ") for line in self.report.unexplained_calls)
 
     def _read_events(self) -> None:
         chaos = self.driver.target.chaos

@@ -40,12 +40,18 @@ Not part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished
 the order they finished, and `POST /_calls/reset` clears that list only. Each entry has
 `requestHash`, `started` and `finished` (epoch seconds), `status` (null when no answer was
 sent), `outcome` (`ok`, the fault's name, `context_length_exceeded` for a call over the
-context, `shutdown`, `unauthorized`, `invalid_request`), `model`, `operation`,
+context, `abandoned` for an answer its caller left before it was sent, `shutdown`,
+`unauthorized`, `invalid_request`), `model`, `operation`,
 `promptVersion` (the template version recognised, else null), `kind` (`single`, `map`,
 `reduce`, or null), and for map calls `part` and `parts` (the 1-based part number and the
-number of parts the prompt names; null otherwise). A step of a planned job sends the same
+number of parts the prompt names; null otherwise), and `usage` (`inputTokens`, `outputTokens`
+of a completion that was sent; null otherwise). A step of a planned job sends the same
 messages on every attempt, so calls are counted per step by `requestHash` (the hash of the
 messages the planner renders for the step, `messages_hash`), or per map step by `part`.
+`GET /_tally` is the server's own account of the tokens it served, per `requestHash`
+(`calls`, `inputTokens`, `outputTokens`: every completion sent, read by its caller or not). No
+job id reaches a provider, so a client that knows which hashes are whose (chaos: each job's own
+text) totals them per job.
 """
 
 from __future__ import annotations
@@ -147,12 +153,28 @@ class CallOutcome:
     outcome: str
     status: int | None
     request: ChatRequest | None = None
+    usage: dict[str, int] | None = None  # the tokens of a completion that was sent
 
     def record(self, started: float, finished: float) -> dict[str, Any]:
         """The call's entry in `GET /_calls`."""
         entry: dict[str, Any] = {"started": started, "finished": finished, "status": self.status}
-        entry["outcome"] = self.outcome
+        entry["outcome"], entry["usage"] = self.outcome, self.usage
         return entry | (_describe(self.request) if self.request else dict.fromkeys(_DESCRIPTION_KEYS))
+
+
+def tally(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """`GET /_tally`: the tokens served per request hash, from the call log (every completion the
+    server sent, whether or not its caller read it: a killed worker's, an abandoned call's)."""
+    served: dict[str, dict[str, int]] = {}
+    for call in calls:
+        usage = call.get("usage")
+        if usage is None or call.get("requestHash") is None:
+            continue
+        total = served.setdefault(str(call["requestHash"]), {"calls": 0, "inputTokens": 0, "outputTokens": 0})
+        total["calls"] += 1
+        total["inputTokens"] += int(usage["inputTokens"])
+        total["outputTokens"] += int(usage["outputTokens"])
+    return served
 
 
 _DESCRIPTION_KEYS = ("requestHash", "model", "operation", "promptVersion", "kind", "part", "parts")
@@ -612,6 +634,8 @@ class _Handler(LocalRequestHandler):
             self._send(self._models())
         elif path == "/_calls":
             self._send(Reply(200, self.server.state.calls()))
+        elif path == "/_tally":
+            self._send(Reply(200, tally(self.server.state.calls())))
         else:
             self._send(_not_found(path))
 
@@ -693,7 +717,16 @@ class _Handler(LocalRequestHandler):
         if fault is not None:
             reply = fault_reply(fault)
             return self._send(reply, CallOutcome(fault, reply.status, request))
-        return self._send(completion(request), CallOutcome("ok", 200, request))
+        reply = completion(request)
+        usage = reply.body["usage"]
+        served = {"inputTokens": usage["prompt_tokens"], "outputTokens": usage["completion_tokens"]}
+        try:
+            return self._send(reply, CallOutcome("ok", 200, request, served))
+        except OSError:
+            # The caller left before the answer (it gave up, or its process died): the answer was
+            # generated all the same, and the tally counts it as a provider would bill it.
+            self.close_connection = True
+            return CallOutcome("abandoned", None, request, served)
 
     def _stall(self) -> None:
         """Answer nothing until the client gives up, the server stops, or the bound passes."""

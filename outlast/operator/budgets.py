@@ -143,4 +143,4 @@ class OperatorBudgets:
             raise BudgetRefusedError(
                 f"tenant {job.tenant}: " + exceeded_detail(limit, committed, reservation.tokens, period)
             )
-        return reservation.hold
+        return result.hold(reservation)

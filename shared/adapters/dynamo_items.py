@@ -24,6 +24,10 @@ _deserializer = TypeDeserializer()
 JOB_SORT_VALUE = "JOB"
 INPUT_BODY_ATTRIBUTE = "input"
 RESULT_BODY_ATTRIBUTE = "result"
+# JobRecord.extra_usage and JobRecord.result_usage_counted: absent on almost every job.
+EXTRA_INPUT_TOKENS_ATTRIBUTE = "extraInputTokens"
+EXTRA_OUTPUT_TOKENS_ATTRIBUTE = "extraOutputTokens"
+RESULT_USAGE_COUNTED_ATTRIBUTE = "resultUsageCounted"
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
 INPUT_SORT_VALUE = "INPUT"
@@ -117,11 +121,15 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         **plan_to_values(job.plan),
         "solo": True if job.solo else None,
         "isolated": True if job.isolated else None,
+        RESULT_USAGE_COUNTED_ATTRIBUTE: True if job.result_usage_counted else None,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
     if job.usage is not None:
         values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
+    if job.extra_usage is not None:
+        values[EXTRA_INPUT_TOKENS_ATTRIBUTE] = job.extra_usage.input_tokens
+        values[EXTRA_OUTPUT_TOKENS_ATTRIBUTE] = job.extra_usage.output_tokens
     values.update(budget_to_values(job.budget))
     if sweep_at is not None:
         values.update(
@@ -185,6 +193,15 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         isolated=bool(values.get("isolated", False)),
         input_body=values.get(INPUT_BODY_ATTRIBUTE),
         result_body=values.get(RESULT_BODY_ATTRIBUTE),
+        extra_usage=(
+            Usage(
+                input_tokens=values[EXTRA_INPUT_TOKENS_ATTRIBUTE],
+                output_tokens=values.get(EXTRA_OUTPUT_TOKENS_ATTRIBUTE, 0),
+            )
+            if EXTRA_INPUT_TOKENS_ATTRIBUTE in values
+            else None
+        ),
+        result_usage_counted=bool(values.get(RESULT_USAGE_COUNTED_ATTRIBUTE, False)),
     )
 
 

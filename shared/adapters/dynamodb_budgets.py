@@ -6,8 +6,11 @@ Items (pk / sk):
   (their sum: a condition expression cannot add, so the sum the limit is checked against is kept
   as its own attribute, changed by the same writes).
 - `RESERVATION#{jobId}` / `RUN#{run}`: one run's reservation, with the sparse index keys
-  (`checkShard`, `checkAt`) the sweeper finds it by. Settling or releasing it deletes it, so
-  while it exists its run is unsettled, and a second settlement finds nothing to do.
+  (`checkShard`, `checkAt`) the sweeper finds it by while it is open. Settling or releasing it
+  closes it: the index keys go and `settledTokens` (what `used` got from this run; 0 when
+  released) comes, in the same write, so while it carries `checkShard` its run is unsettled, a
+  second settlement finds nothing to do, and the closed item is the ledger's record of what the
+  run was charged (until its TTL, with the counters').
 
 Every change of a counter is one TransactWriteItems with the reservation it belongs to; the
 conditions make each at-most-once. A transaction that conflicts with a concurrent one on the same
@@ -52,6 +55,9 @@ _CONFLICT_ATTEMPTS = 6
 # Counters and reservations outlive their period by about a year (what `budgets show` can look
 # back on); an open reservation is settled or released long before.
 _KEEP = timedelta(days=400)
+# An open reservation carries the index key; a closed one `settledTokens` instead.
+_OPEN = r.BUDGET_CHECK_PARTITION
+_SETTLED = "settledTokens"
 _NAMES = {
     "#pk": r.BUDGETS_PARTITION_KEY,
     "#used": "usedTokens",
@@ -114,7 +120,8 @@ def reservation_from_item(item: dict[str, Any]) -> Reservation:
         base_tokens=values.get("baseTokens", 0),
         created_at=from_iso(values["createdAt"]),
         held_until=from_iso(values["heldUntil"]),
-        check_at=from_iso(values[r.BUDGET_CHECK_SORT]),
+        # A closed reservation has left the index: it is never due again.
+        check_at=from_iso(values.get(r.BUDGET_CHECK_SORT, values["createdAt"])),
     )
 
 
@@ -166,6 +173,9 @@ class DynamoBudgetLedger:
                     "Item": reservation_to_item(reservation),
                     "ConditionExpression": "attribute_not_exists(#pk)",
                     "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
+                    # An earlier attempt's reservation comes back in the same call: the retry
+                    # holds what was reserved, not what this code would reserve.
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
             {
@@ -196,16 +206,19 @@ class DynamoBudgetLedger:
         if failed is None:
             return ReserveResult(ReserveOutcome.RESERVED)
         codes, error = failed
+        reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
         if codes[0] == _CONDITION_FAILED:
-            return ReserveResult(ReserveOutcome.ALREADY_RESERVED)
+            stored = reasons[0].get("Item")
+            if not stored:  # pragma: no cover - DynamoDB returns ALL_OLD on a failed condition
+                raise StorageUnavailableError("The stored reservation is not readable right now.") from error
+            return ReserveResult(ReserveOutcome.ALREADY_RESERVED, stored=reservation_from_item(stored))
         if codes[1] == _CONDITION_FAILED:
-            reasons: list[dict[str, Any]] = error.response.get("CancellationReasons", [])  # type: ignore[assignment]
             old = deserialize(reasons[1].get("Item") or {})
             return ReserveResult(ReserveOutcome.EXCEEDED, committed=int(old.get("committedTokens", 0)))
         raise error  # pragma: no cover - a cancellation that is neither condition: a bug
 
     def settle(self, settlement: Settlement) -> bool:
-        """Delete the reservation (while it exists, for these tokens) and move its tokens to used."""
+        """Close the reservation (while it is open, for these tokens) and move its tokens to used."""
         return self._close(
             settlement.ref,
             settlement.tenant,
@@ -215,7 +228,7 @@ class DynamoBudgetLedger:
         )
 
     def release(self, reservation: Reservation) -> bool:
-        """Delete the reservation and give all its tokens back."""
+        """Close the reservation, counting nothing used, and give all its tokens back."""
         return self._close(reservation.ref, reservation.tenant, reservation.period, reservation.tokens, 0)
 
     def due(self, shard: str, due_by: datetime, limit: int) -> list[Reservation]:
@@ -240,8 +253,8 @@ class DynamoBudgetLedger:
                     TableName=self._table,
                     Key=reservation_key(reservation.ref),
                     UpdateExpression="SET #at = :at",
-                    ConditionExpression="attribute_exists(#pk)",
-                    ExpressionAttributeNames={"#pk": r.BUDGETS_PARTITION_KEY, "#at": r.BUDGET_CHECK_SORT},
+                    ConditionExpression="attribute_exists(#open)",
+                    ExpressionAttributeNames={"#open": _OPEN, "#at": r.BUDGET_CHECK_SORT},
                     ExpressionAttributeValues=serialize({":at": to_iso(check_at)}),
                 )
         except ClientError as error:
@@ -249,7 +262,7 @@ class DynamoBudgetLedger:
                 raise
 
     def open_reservations(self, refs: Collection[ReservationRef]) -> set[ReservationRef]:
-        """BatchGetItem of their keys (keys only, eventually consistent)."""
+        """BatchGetItem of their keys (keys and the open marker only, eventually consistent)."""
         wanted = list(dict.fromkeys(refs))
         found: set[ReservationRef] = set()
         for start in range(0, len(wanted), _BATCH_GET_LIMIT):
@@ -257,8 +270,12 @@ class DynamoBudgetLedger:
             request: Any = {
                 self._table: {
                     "Keys": keys,
-                    "ProjectionExpression": "#pk, #sk",
-                    "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY, "#sk": r.BUDGETS_SORT_KEY},
+                    "ProjectionExpression": "#pk, #sk, #open",
+                    "ExpressionAttributeNames": {
+                        "#pk": r.BUDGETS_PARTITION_KEY,
+                        "#sk": r.BUDGETS_SORT_KEY,
+                        "#open": _OPEN,
+                    },
                 }
             }
             while request:
@@ -266,12 +283,35 @@ class DynamoBudgetLedger:
                     response = self._client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self._table, []):
                     values = deserialize(item)
+                    if _OPEN not in values:
+                        continue  # closed: settled or released
                     job_id = str(values[r.BUDGETS_PARTITION_KEY]).removeprefix("RESERVATION#")
                     found.add(
                         ReservationRef(job_id, int(str(values[r.BUDGETS_SORT_KEY]).removeprefix("RUN#")))
                     )
                 request = response.get("UnprocessedKeys") or None
         return found
+
+    def settled_runs(self, job_id: str) -> dict[int, int]:
+        """One strongly consistent Query of the job's reservations: the closed ones' settledTokens."""
+        settled: dict[int, int] = {}
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
+            "ExpressionAttributeValues": serialize({":pk": f"RESERVATION#{job_id}"}),
+            "ConsistentRead": True,
+        }
+        while True:
+            with storage_errors():
+                page = self._client.query(**arguments)
+            for item in page.get("Items", []):
+                values = deserialize(item)
+                if _OPEN not in values:
+                    settled[int(values["run"])] = int(values.get(_SETTLED, 0))
+            if "LastEvaluatedKey" not in page:
+                return settled
+            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # --- operators (outlast budgets set | show) ----------------------------------------------
 
@@ -349,12 +389,19 @@ class DynamoBudgetLedger:
     def _close(self, ref: ReservationRef, tenant: str, period: str, reserved: int, used: int) -> bool:
         items: list[Any] = [
             {
-                "Delete": {
+                # Closed, not deleted: it leaves the index and keeps what it counted.
+                "Update": {
                     "TableName": self._table,
                     "Key": reservation_key(ref),
-                    "ConditionExpression": "attribute_exists(#pk) AND #tokens = :tokens",
-                    "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY, "#tokens": "reservedTokens"},
-                    "ExpressionAttributeValues": serialize({":tokens": reserved}),
+                    "UpdateExpression": "SET #settled = :used REMOVE #open, #at",
+                    "ConditionExpression": "attribute_exists(#open) AND #tokens = :tokens",
+                    "ExpressionAttributeNames": {
+                        "#open": _OPEN,
+                        "#at": r.BUDGET_CHECK_SORT,
+                        "#settled": _SETTLED,
+                        "#tokens": "reservedTokens",
+                    },
+                    "ExpressionAttributeValues": serialize({":tokens": reserved, ":used": used}),
                 }
             },
             {
@@ -378,7 +425,7 @@ class DynamoBudgetLedger:
             return True
         codes, error = failed
         if codes[0] == _CONDITION_FAILED:
-            return False  # settled or released already: the reservation was the marker
+            return False  # settled or released already: the open reservation was the marker
         raise error  # pragma: no cover - a cancellation that is not the condition: a bug
 
     def _transact(self, items: list[Any]) -> tuple[list[str], ClientError] | None:

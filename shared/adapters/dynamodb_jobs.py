@@ -12,8 +12,11 @@ from shared.adapters.due_index import query_due
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
     BUDGET_ATTRIBUTES,
+    EXTRA_INPUT_TOKENS_ATTRIBUTE,
+    EXTRA_OUTPUT_TOKENS_ATTRIBUTE,
     INPUT_BODY_ATTRIBUTE,
     RESULT_BODY_ATTRIBUTE,
+    RESULT_USAGE_COUNTED_ATTRIBUTE,
     budget_to_values,
     fits_in_job_item,
     idempotency_from_item,
@@ -236,13 +239,17 @@ class DynamoJobRepository:
         return self._conditional_update(job_id, _held(lease), WriteKind.HEARTBEAT)
 
     def record_progress(
-        self, job_id: str, lease: Lease, completed_steps: int, usage: Usage | None
+        self,
+        job_id: str,
+        lease: Lease,
+        completed_steps: int,
+        usage: Usage | None,
+        extra_usage: Usage | None,
     ) -> JobRecord:
         """A heartbeat that also says how far the job is: no index key changes, so no index write."""
         update = _held(lease)
         update.set("completedSteps", completed_steps).set("stalls", 0)
-        if usage is not None:
-            update.set("inputTokens", usage.input_tokens).set("outputTokens", usage.output_tokens)
+        _set_usage(update, usage, extra_usage)
         return self._conditional_update(job_id, update, WriteKind.PROGRESS)
 
     def bump_dispatch(self, job: JobRecord, now: datetime, sweep_at: datetime) -> JobRecord:
@@ -403,10 +410,12 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
     if t.error is not None:
         update.set("errorCode", t.error.code).set("errorMessage", t.error.message)
     if t.usage_total is not None:
-        update.set("inputTokens", t.usage_total.input_tokens).set("outputTokens", t.usage_total.output_tokens)
+        _set_usage(update, t.usage_total, t.extra_usage)
     elif t.usage is not None:
         # Tokens add up over attempts: a retried call costs again, and the job says so.
         update.add("inputTokens", t.usage.input_tokens).add("outputTokens", t.usage.output_tokens)
+    if t.result_usage_counted:
+        update.set(RESULT_USAGE_COUNTED_ATTRIBUTE, True)
     optional = {
         "dispatchAt": to_iso(t.dispatch_at) if t.dispatch_at is not None else None,
         "cancelRequestedAt": to_iso(t.cancel_requested_at) if t.cancel_requested_at is not None else None,
@@ -417,3 +426,12 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
     for attribute, value in optional.items():
         if value is not None:
             update.set(attribute, value)
+
+
+def _set_usage(update: UpdateBuilder, usage: Usage | None, extra_usage: Usage | None) -> None:
+    """A multi-step job's usage, replaced: the checkpoints' sum plus the extra calls' (also kept)."""
+    if usage is not None:
+        update.set("inputTokens", usage.input_tokens).set("outputTokens", usage.output_tokens)
+    if extra_usage is not None:
+        update.set(EXTRA_INPUT_TOKENS_ATTRIBUTE, extra_usage.input_tokens)
+        update.set(EXTRA_OUTPUT_TOKENS_ATTRIBUTE, extra_usage.output_tokens)

@@ -10,13 +10,13 @@ from botocore.exceptions import ClientError
 from shared.adapters.dynamo_errors import storage_errors
 from shared.errors import StorageUnavailableError
 from shared.ports import JobMessage
+from shared.resources import MAX_DELAY_SECONDS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
 
 SQS_BATCH_LIMIT = 10
-MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling: 12 hours
 
 
 def encode_message(message: JobMessage) -> str:
@@ -55,21 +55,12 @@ class SqsJobQueue:
         return failed
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
-        """Send one message, optionally delayed (at most 900 s, SQS's limit)."""
+        """Send one message, optionally delayed (at most MAX_DELAY_SECONDS, SQS's limit)."""
         with storage_errors():
             self._client.send_message(
                 QueueUrl=self._queue_url,
                 MessageBody=encode_message(message),
-                DelaySeconds=max(0, min(delay_seconds, 900)),
-            )
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        """Hide the message until its next attempt is due (clamped to SQS's 12-hour limit)."""
-        with storage_errors():
-            self._client.change_message_visibility(
-                QueueUrl=self._queue_url,
-                ReceiptHandle=receipt_handle,
-                VisibilityTimeout=max(0, min(seconds, MAX_VISIBILITY_SECONDS)),
+                DelaySeconds=max(0, min(delay_seconds, MAX_DELAY_SECONDS)),
             )
 
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:

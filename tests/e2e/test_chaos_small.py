@@ -165,3 +165,13 @@ def test_a_cold_start_is_not_charged_to_the_function_timeout(tmp_path: Path) -> 
     finally:
         pool.stop()
     assert answer["remainingMs"] > 1000
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
+def test_the_budget_ledger_charges_no_job_more_than_the_model_server_served(report: ChaosReport) -> None:
+    # Every job reserved and settled under the stack's budget: per job, what the ledger charged is
+    # at most what the model server's own tally says it served, and exactly that where no fault
+    # touched the job; nothing stays reserved
+    assert report.budget_mismatches == [], _explain(report)
+    assert report.budget_exact_jobs > 0
+    assert 0 < report.budget_charged <= report.budget_served

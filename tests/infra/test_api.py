@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Annotations, Match
 
 from infra.names import (
     API,
@@ -88,11 +88,26 @@ def test_cors_allows_the_idempotency_key_and_exposes_the_async_headers(synthesiz
                 {
                     "AllowHeaders": list(CORS_ALLOW_HEADERS),
                     "ExposeHeaders": list(CORS_EXPOSE_HEADERS),
-                    "AllowOrigins": ["*"],
                 }
             ),
         },
     )
+
+
+def test_without_a_console_origin_cors_allows_no_origin_and_synth_says_how_to_set_one(synthesized):
+    # Given a stage with neither consoleOrigin nor corsAllowedOrigins (the default synth)
+    (api,) = [
+        resource
+        for resource in synthesized.of_type("AWS::ApiGatewayV2::Api").values()
+        if resource["Properties"].get("ProtocolType") == "HTTP"
+    ]
+
+    # Then the API's CORS allows no origin at all, never any (`*`)
+    assert api["Properties"]["CorsConfiguration"].get("AllowOrigins", []) == []
+    # ... and the synth says so, naming the key that sets one
+    notes = Annotations.from_stack(synthesized.stack).find_info("*", Match.string_like_regexp("CORS"))
+    assert len(notes) == 1
+    assert "-c consoleOrigin=" in str(notes[0].entry.data)
 
 
 def test_default_stage_logs_json_and_throttles(synthesized):

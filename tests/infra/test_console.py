@@ -174,7 +174,7 @@ def test_a_console_origin_makes_the_api_allow_that_origin_only(tmp_path):
 @pytest.mark.parametrize(
     ("context", "origins"),
     [
-        ({}, ("*",)),
+        ({}, ()),
         ({"consoleOrigin": "https://c.example"}, ("https://c.example",)),
         (
             {"consoleOrigin": "https://c.example", "corsAllowedOrigins": "https://app.example"},
@@ -192,12 +192,14 @@ def test_cors_origins_come_from_the_console_origin_and_the_extra_origins(context
     [
         {"consoleOrigin": "http://c.example"},
         {"consoleOrigin": "https://c.example/path"},
+        {"corsAllowedOrigins": "*"},
+        {"corsAllowedOrigins": "https://app.example/path"},
         {"authDomainPrefix": "my-aws-console"},
         {"authDomainPrefix": "Upper"},
     ],
 )
 def test_bad_console_settings_are_refused_at_synth(context):
-    with pytest.raises(ValueError, match=r"consoleOrigin|authDomainPrefix"):
+    with pytest.raises(ValueError, match=r"consoleOrigin|corsAllowedOrigins|authDomainPrefix"):
         StageConfig.model_validate(context)
 
 

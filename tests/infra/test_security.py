@@ -119,6 +119,7 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
             "sqs:ChangeMessageVisibility",
             "sqs:GetQueueAttributes",
             "sqs:GetQueueUrl",
+            "sqs:SendMessage",  # a hand-back's fresh delayed message
         },
         "dlq": {"sqs:SendMessage"},
         "isolation": {
@@ -127,6 +128,7 @@ EXPECTED_GRANTS: dict[FunctionName, dict[str, set[str]]] = {
             "sqs:ChangeMessageVisibility",
             "sqs:GetQueueAttributes",
             "sqs:GetQueueUrl",
+            "sqs:SendMessage",
         },
         "isolation_dlq": {"sqs:SendMessage"},
         "openai": {"secretsmanager:GetSecretValue"},

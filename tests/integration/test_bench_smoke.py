@@ -176,10 +176,20 @@ def test_cold_start_section_measures_each_designs_floor(report: tuple[dict[str, 
     for name, data in floors.items():
         assert _positive(data["spawnToAnswerMs"]["median"]), name
         assert data["ratioToBaseline"] > 0, name
-    # And the report names them and compares the functions with them
+    # And the report names them, with their libraries at the versions measured
     assert "| floor: API design" in markdown
     assert "| floor: worker design" in markdown
-    assert f"floor {floors['apiFloor']['ratioToBaseline']}x" in markdown
+    assert set(floors["workerFloor"]["libraries"]) >= {"openai", "aws-lambda-powertools"}
+    # ... and holds each function with a target to it, measured in the same run
+    functions = document["coldstart"]["functions"]
+    for name, reference in {"submit": "apiFloor", "status": "apiFloor", "worker": "workerFloor"}.items():
+        target = functions[name]["target"]
+        assert target["reference"] == reference
+        spawn = functions[name]["spawnToAnswerMs"]["median"] / floors[reference]["spawnToAnswerMs"]["median"]
+        assert target["ratio"] == pytest.approx(spawn, abs=0.01)
+        assert f"{name} {functions[name]['ratioToBaseline']}x = {target['ratio']}x the" in markdown
+    assert functions["relay"]["target"]["reference"] == "baseline"
+    assert "target" not in functions["sweeper"]
 
 
 def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(

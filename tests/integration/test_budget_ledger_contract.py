@@ -3,6 +3,7 @@ so the unit tests of submit, settlement and repair with the fake say what they d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -82,6 +83,21 @@ def test_a_reservation_is_made_once(ledger: BudgetLedger) -> None:
     assert ledger.state("acme", PERIOD).reserved == 300
 
 
+def test_a_repeated_reservation_comes_back_as_it_was_stored(ledger: BudgetLedger) -> None:
+    # Given a run's reservation, made by one deploy's code
+    stored = _reservation(300, run=1)
+    ledger.reserve(stored, 1_000)
+
+    # When a retry made by newer code proposes another bound, period and base for the same run
+    proposed = replace(stored, tokens=450, period="2030-02", base_tokens=0)
+    result = ledger.reserve(proposed, 1_000)
+
+    # Then the answer carries the stored reservation, and the run holds what was reserved
+    assert (result.outcome, result.stored) == (ReserveOutcome.ALREADY_RESERVED, stored)
+    assert result.hold(proposed) == stored.hold
+    assert ledger.state("acme", PERIOD).reserved == 300
+
+
 def test_an_existing_reservation_wins_over_a_full_budget(ledger: BudgetLedger) -> None:
     # A retry of a submit that reserved, after others filled the budget: it is still reserved
     reservation = _reservation(600)
@@ -118,6 +134,25 @@ def test_a_release_gives_every_token_back_once(ledger: BudgetLedger) -> None:
     assert ledger.settle(_settlement(reservation, 1)) is False
 
     assert ledger.state("acme", PERIOD) == BudgetState("acme", PERIOD, None, used=0, reserved=0)
+
+
+def test_a_closed_run_keeps_what_it_was_charged_and_an_open_one_says_nothing(ledger: BudgetLedger) -> None:
+    # Given one job's three runs: settled, released, and one still open
+    job_id = new_job_id()
+    settled, released, running = (_reservation(100, job_id=job_id, run=run) for run in range(3))
+    for reservation in (settled, released, running):
+        ledger.reserve(reservation, 1_000)
+    ledger.settle(_settlement(settled, 42))
+    ledger.release(released)
+    ledger.defer(running, NOW + GRACE)
+
+    # Then the ledger says what each closed run counted, per run, and nothing for the open one
+    assert ledger.settled_runs(job_id) == {0: 42, 1: 0}
+    assert ledger.settled_runs(new_job_id()) == {}
+    assert ledger.open_reservations([settled.ref, released.ref, running.ref]) == {running.ref}
+    # ... and a closed run is never reserved again (a repeated submit or redrive finds it)
+    assert ledger.reserve(settled, 1_000).outcome is ReserveOutcome.ALREADY_RESERVED
+    assert ledger.state("acme", PERIOD) == BudgetState("acme", PERIOD, None, used=42, reserved=100)
 
 
 def test_a_settlement_for_other_tokens_than_reserved_changes_nothing(ledger: BudgetLedger) -> None:

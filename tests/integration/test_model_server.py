@@ -251,6 +251,50 @@ def test_calls_record_each_call_keyed_by_the_messages_hash(server: ModelServer) 
     assert control(server, "GET", "/_calls") == []
 
 
+def test_the_tally_counts_every_completion_served_per_request_hash(server: ModelServer) -> None:
+    # Given a refused and an answered call of one request, another request answered twice, and
+    # a third abandoned by its client before the answer (sent all the same)
+    client = client_for(server)
+    refused_then_answered = messages(Operation.SUMMARIZE, "[[fault:server_error*1]] " + TEXT)
+    twice = messages(Operation.ANALYZE, TEXT)
+    abandoned = messages(Operation.SUMMARIZE, "[[delay:1]] " + TEXT)
+    with pytest.raises(openai.InternalServerError):
+        ask(client, refused_then_answered)
+    first = client.chat.completions.create(model=MODEL, messages=refused_then_answered)  # type: ignore[arg-type]
+    usages = [client.chat.completions.create(model=MODEL, messages=twice).usage for _ in range(2)]  # type: ignore[arg-type]
+    with pytest.raises(openai.APITimeoutError):
+        ask(client_for(server, timeout=0.2), abandoned)
+    wait_until_idle(server)
+
+    # When the server's tally is read
+    tally = control(server, "GET", "/_tally")
+
+    # Then it holds, per request hash, the tokens of every completion it sent: the refusal counts
+    # nothing, the abandoned answer counts in full (it was generated), and a repeat adds up
+    assert first.usage is not None
+    assert tally[messages_hash(refused_then_answered)] == {
+        "calls": 1,
+        "inputTokens": first.usage.prompt_tokens,
+        "outputTokens": first.usage.completion_tokens,
+    }
+    assert all(usage is not None for usage in usages)
+    assert tally[messages_hash(twice)] == {
+        "calls": 2,
+        "inputTokens": sum(usage.prompt_tokens for usage in usages if usage),
+        "outputTokens": sum(usage.completion_tokens for usage in usages if usage),
+    }
+    assert tally[messages_hash(abandoned)]["calls"] == 1
+    assert set(tally) == {messages_hash(chat) for chat in (refused_then_answered, twice, abandoned)}
+
+
+def wait_until_idle(server: ModelServer) -> None:
+    """Until every call the server took has finished (an abandoned one ends on the server later)."""
+    deadline = time.monotonic() + 10
+    while server.in_flight:
+        assert time.monotonic() < deadline, "the server never went idle"
+        time.sleep(0.05)
+
+
 def test_concurrent_calls_overlap(server: ModelServer) -> None:
     # Given five different prompts that each hold the answer for a while
     client = client_for(server)

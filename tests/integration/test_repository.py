@@ -15,7 +15,7 @@ from shared.errors import IllegalTransitionError
 from shared.ids import new_sequence_id
 from shared.job import Caller, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
-from shared.ports import Transition, TransitionConflictError
+from shared.ports import Lease, Transition, TransitionConflictError
 from tests.support import jobs
 from tests.support.storage import Storage
 
@@ -171,6 +171,44 @@ def test_a_claim_transition_returns_the_job_as_written(storage: Storage) -> None
     assert running.lease_token is not None
     assert running.lease_expires_at is not None
     assert running == repository.get_job(job.job_id)
+
+
+def test_a_multi_step_jobs_extra_usage_and_a_counted_result_read_back_as_written(storage: Storage) -> None:
+    # Given a Running job
+    repository = storage.repository()
+    job = jobs.new_job()
+    jobs.create(repository, job)
+    running = jobs.claim(repository, job.job_id)
+    assert running.lease_token is not None
+    lease = Lease(token=running.lease_token, expires_at=jobs.now_millis() + timedelta(minutes=1))
+    extra = Usage(input_tokens=30, output_tokens=5)
+
+    # When a progress write sets its usage with the extra calls', then a Failed write counts a result
+    progressed = repository.record_progress(
+        job.job_id, lease, 2, Usage(input_tokens=90, output_tokens=19), extra
+    )
+    failed = repository.transition(
+        Transition(
+            job.job_id,
+            JobStatus.RUNNING,
+            JobStatus.FAILED,
+            jobs.now_millis(),
+            lease_token=lease.token,
+            error=JobError(code="retries_exhausted", message="gave up"),
+            usage_total=Usage(input_tokens=120, output_tokens=24),
+            extra_usage=Usage(input_tokens=60, output_tokens=10),
+            result_usage_counted=True,
+        )
+    )
+
+    # Then each write returned the job as read back, with both kept
+    assert (progressed.usage, progressed.extra_usage) == (Usage(input_tokens=90, output_tokens=19), extra)
+    assert (failed.usage, failed.extra_usage) == (
+        Usage(input_tokens=120, output_tokens=24),
+        Usage(input_tokens=60, output_tokens=10),
+    )
+    assert failed.result_usage_counted is True
+    assert repository.get_job(job.job_id) == failed
 
 
 def test_a_transition_from_the_wrong_state_conflicts(storage: Storage) -> None:

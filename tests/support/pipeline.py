@@ -22,6 +22,7 @@ from functions.status.handler import lambda_handler as status_handler
 from functions.submit.handler import lambda_handler as submit_handler
 from functions.sweeper.handler import lambda_handler as sweeper_handler
 from functions.worker.handler import lambda_handler as worker_handler
+from infra.config import DLQ_EXTRA_RECEIVES
 from outlast.local.event_sources import FunctionError, SqsSource, StreamSource
 from tests.support.aws import REGION, TestResources
 from tests.support.events import job_event, submit_event
@@ -57,7 +58,8 @@ class Queues:
 
 
 def create_queues(endpoint: str, suffix: str, max_attempts: int, visibility_seconds: int) -> Queues:
-    """Both job queues with a redrive policy (maxReceiveCount = maxAttempts + 3) to their own DLQ."""
+    """Both job queues with the stack's redrive policy (maxReceiveCount = maxAttempts + 3) to their
+    own DLQ."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)
 
     def arn(url: str) -> str:
@@ -72,7 +74,10 @@ def create_queues(endpoint: str, suffix: str, max_attempts: int, visibility_seco
             Attributes={
                 "VisibilityTimeout": str(visibility_seconds),
                 "RedrivePolicy": json.dumps(
-                    {"deadLetterTargetArn": arn(dlq_url), "maxReceiveCount": str(max_attempts + 3)}
+                    {
+                        "deadLetterTargetArn": arn(dlq_url),
+                        "maxReceiveCount": str(max_attempts + DLQ_EXTRA_RECEIVES),
+                    }
                 ),
             },
         )["QueueUrl"]
@@ -206,13 +211,19 @@ class Pipeline:
         return calls
 
     def queue_depth(self, url: str) -> int:
-        """Visible + in-flight messages on a queue."""
+        """Visible + in-flight + delayed messages on a queue."""
         attributes = self.sqs.get_queue_attributes(
             QueueUrl=url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
         )["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"]) + int(
-            attributes["ApproximateNumberOfMessagesNotVisible"]
+        return (
+            int(attributes["ApproximateNumberOfMessages"])
+            + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+            + int(attributes["ApproximateNumberOfMessagesDelayed"])
         )
 
     # --- helpers for failure scenarios -------------------------------------------------------

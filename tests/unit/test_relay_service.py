@@ -71,9 +71,6 @@ class FakeJobQueue:
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
         raise AssertionError("the relay sends in batches only")
 
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        raise AssertionError("the relay never changes visibility")
-
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
         raise AssertionError("the relay never parks messages")
 

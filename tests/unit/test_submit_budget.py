@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +13,14 @@ from functions.submit.dependencies import SubmitDependencies
 from functions.submit.service import SubmitOutcome, submit_job
 from functions.submit.settings import SubmitSettings
 from shared import resources as r
-from shared.budgets import Reservation, ReservationRef, ReserveResult, period_of, reservation_tokens
+from shared.budgets import (
+    Reservation,
+    ReservationRef,
+    ReserveResult,
+    period_of,
+    reservation_tokens,
+    settle_job,
+)
 from shared.contract import Operation, SubmitRequest
 from shared.errors import (
     BudgetExceededError,
@@ -20,7 +28,8 @@ from shared.errors import (
     RateLimitedError,
     StorageUnavailableError,
 )
-from shared.job import BudgetHold, Caller, IdempotencyRecord, JobInput, JobRecord
+from shared.job import BudgetHold, Caller, IdempotencyRecord, JobInput, JobRecord, Usage
+from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.prompts import template_for
@@ -226,6 +235,40 @@ def test_a_retry_after_a_crash_finds_its_reservation_made(
     assert job.budget == BudgetHold(period="2030-01", tokens=BOUND)
     assert ledger.counter("acme", "2030-01").reserved == BOUND
     assert ledger.counter("acme", "2030-02").reserved == 0
+
+
+def test_a_retry_completing_a_crashed_submit_holds_the_stored_reservation_not_a_recomputed_one(
+    clock: FakeClock, ledger: InMemoryBudgetLedger
+) -> None:
+    # Given a submit that reserved and crashed before its input, under code whose bound was other
+    # than today's (a deploy between the crash and the retry changed how bounds are counted)
+    class InputFailsOnce(InMemoryPayloadStore):
+        failures = 1
+
+        def put_input(self, job_input: JobInput, location: Any, expires_at: datetime) -> None:
+            if self.failures:
+                self.failures -= 1
+                raise StorageUnavailableError("Storage is busy; retry shortly.")
+            super().put_input(job_input, location, expires_at)
+
+    deps = SubmitDependencies(settings(), InMemoryJobRepository(), InputFailsOnce(), clock, ledger)
+    with pytest.raises(StorageUnavailableError):
+        submit(deps)
+    [(ref, made)] = ledger.reservations.items()
+    older_bound = BOUND + 123
+    ledger.reservations[ref] = replace(made, tokens=older_bound)
+
+    # When the client retries with the same key
+    job = submit(deps).job
+
+    # Then the job holds the reservation as stored, so its settlement finds it (conditional on
+    # its tokens) and releases exactly what was reserved
+    assert job.budget == BudgetHold(period=made.period, tokens=older_bound)
+    ended = job.model_copy(
+        update={"status": JobStatus.SUCCEEDED, "usage": Usage(input_tokens=90, output_tokens=10)}
+    )
+    assert settle_job(ledger, ended) is True
+    assert ledger.counter("acme", made.period).used == 100
 
 
 def test_a_tenant_without_a_limit_pays_no_budget_write(

@@ -38,9 +38,6 @@ class NoQueue:
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
         raise AssertionError("unexpected batch")
 
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        raise AssertionError("unexpected visibility change")
-
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
         raise AssertionError("unexpected DLQ send")
 

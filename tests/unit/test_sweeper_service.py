@@ -35,9 +35,6 @@ class RecordingQueue:
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
         raise AssertionError("the sweeper sends one message per recovered job")
 
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        raise AssertionError("the sweeper holds no message")
-
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
         raise AssertionError("the sweeper never parks messages")
 

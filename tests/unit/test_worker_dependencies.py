@@ -11,7 +11,7 @@ from functions.worker.dependencies import QueuesOnFirstUse, build_dependencies
 from functions.worker.settings import WorkerSettings
 from shared import resources as r
 from shared.adapters.sqs_queue import SqsJobQueue
-from shared.ports import Lane
+from shared.ports import JobMessage, Lane
 
 SETTINGS = WorkerSettings.model_validate(
     {
@@ -33,8 +33,8 @@ class RecordingSqs:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def change_message_visibility(self, **arguments: Any) -> None:
-        self.calls.append(("change_message_visibility", arguments))
+    def send_message(self, **arguments: Any) -> None:
+        self.calls.append(("send_message", arguments))
 
 
 class ClientFactory:
@@ -68,15 +68,15 @@ def test_the_first_use_makes_one_client_for_both_lanes() -> None:
     factory = ClientFactory()
     queues = QueuesOnFirstUse(SETTINGS, factory)
 
-    # When a retry changes a message's visibility on each lane
-    queues[Lane.SHARED].change_visibility("receipt-1", 30)
-    queues[Lane.ISOLATION].change_visibility("receipt-2", 60)
+    # When a retry sends a fresh delayed message on each lane
+    queues[Lane.SHARED].send(JobMessage(job_id="j1", trace_id="t1"), 30)
+    queues[Lane.ISOLATION].send(JobMessage(job_id="j2", trace_id="t2"), 60)
 
     # Then one client was made, and each lane's queue talks to its own URL through it
     assert factory.made == 1
-    assert [(name, args["QueueUrl"], args["VisibilityTimeout"]) for name, args in factory.client.calls] == [
-        ("change_message_visibility", "https://sqs.example/jobs", 30),
-        ("change_message_visibility", "https://sqs.example/isolation", 60),
+    assert [(name, args["QueueUrl"], args["DelaySeconds"]) for name, args in factory.client.calls] == [
+        ("send_message", "https://sqs.example/jobs", 30),
+        ("send_message", "https://sqs.example/isolation", 60),
     ]
     assert isinstance(queues[Lane.SHARED], SqsJobQueue)
     assert queues[Lane.SHARED] is queues[Lane.SHARED]

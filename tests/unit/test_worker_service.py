@@ -18,31 +18,32 @@ from functions.worker.service import JobWorker, RetryLater
 from functions.worker.settings import WorkerSettings
 from shared import resources as r
 from shared.adapters.sqs_queue import encode_message
+from shared.contract import Operation
 from shared.errors import StorageUnavailableError, TerminalProviderError
 from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
+from shared.plan_parameters import PlanParameters
+from shared.planner import plan_job
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease, Transition
+from shared.prompts import template_for
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
-RECEIPT = "receipt-1"
+TRACE = "trace-1"
 
 
 class RecordingQueue:
-    """One lane's queue: visibility changes and parked messages, in memory."""
+    """One lane's queue: messages sent (with their delays) and parked, in memory."""
 
     def __init__(self) -> None:
-        self.visibility: list[tuple[str, int]] = []
+        self.sent: list[tuple[JobMessage, int]] = []
         self.parked: list[tuple[str, str | None]] = []
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
-        raise AssertionError("the worker dispatches through its own message's visibility")
+        self.sent.append((message, delay_seconds))
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
         raise AssertionError("the worker never sends batches")
-
-    def change_visibility(self, receipt_handle: str, seconds: int) -> None:
-        self.visibility.append((receipt_handle, seconds))
 
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
         self.parked.append((reason, job_id))
@@ -121,8 +122,8 @@ class World:
     def deliver(self, job: JobRecord, lane: Lane = Lane.SHARED, *, solo: bool = False) -> None:
         """One message of the job through the worker; RetryLater propagates (the message stays)."""
         worker = JobWorker(self.deps(), time.monotonic() + 60, solo=solo)
-        body = encode_message(JobMessage(job_id=job.job_id, trace_id="trace"))
-        asyncio.run(worker.handle(body, RECEIPT, lane))
+        body = encode_message(JobMessage(job_id=job.job_id, trace_id=TRACE))
+        asyncio.run(worker.handle(body, lane))
 
     def current(self, job: JobRecord) -> JobRecord:
         stored = self.repository.get_job(job.job_id)
@@ -154,13 +155,15 @@ def world(make_world: Callable[..., World]) -> World:
 
 
 def handed_back(world: World, job: JobRecord) -> JobRecord:
-    """The job after the worker handed it back: Pending, due later, its own message hidden till then."""
+    """The job after the worker handed it back: Pending, due later, and a fresh message of it
+    (same job, same trace) sent to its lane's queue, delayed until then."""
     current = world.current(job)
     assert current.status is JobStatus.PENDING
     assert current.dispatch_at > world.clock.now()
-    [(receipt, seconds)] = world.queues[Lane.SHARED].visibility
-    assert receipt == RECEIPT
-    assert seconds >= 1
+    [(message, delay)] = world.queues[Lane.of(current)].sent
+    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE)
+    assert delay == (current.dispatch_at - world.clock.now()).total_seconds()
+    world.queues[Lane.of(current)].sent.clear()
     return current
 
 
@@ -198,21 +201,67 @@ def test_a_shared_queue_message_of_an_isolated_job_is_dropped(world: World) -> N
     # Then it is dropped (deleted) with no claim and no model call
     assert world.current(job) == job
     assert world.provider.calls == []
-    assert world.queues[Lane.SHARED].visibility == []
+    assert world.queues[Lane.SHARED].sent == world.queues[Lane.ISOLATION].sent == []
 
     # And its isolation-queue message runs it
     world.deliver(job, Lane.ISOLATION, solo=True)
     assert world.current(job).status is JobStatus.SUCCEEDED
 
 
-def test_an_early_delivery_is_hidden_until_the_job_is_due(world: World) -> None:
+def test_an_early_delivery_is_sent_again_delayed_until_the_job_is_due(world: World) -> None:
     job = world.job(dispatch_at=world.clock.now() + timedelta(seconds=30))
 
+    world.deliver(job)
+
+    assert world.queues[Lane.SHARED].sent == [(JobMessage(job_id=job.job_id, trace_id=TRACE), 30)]
+    assert world.current(job) == job
+
+
+def test_a_wait_longer_than_sqs_delays_is_deferred_again_when_its_message_arrives(world: World) -> None:
+    # Given a job that backs off for 1,000 s, longer than SQS's longest delay (900 s)
+    job = world.job(dispatch_at=world.clock.now() + timedelta(seconds=1000))
+
+    # When its message arrives, then the one it sent, 900 s later
+    world.deliver(job)
+    world.clock.advance(timedelta(seconds=900))
+    world.deliver(job)
+
+    # Then each arrival sent it on by at most 900 s, the second by what was left; nothing ran it
+    sent = [delay for _, delay in world.queues[Lane.SHARED].sent]
+    assert sent == [900, 100]
+    assert world.current(job) == job
+    assert world.provider.calls == []
+
+
+def test_an_isolated_job_is_handed_back_to_the_isolation_queue(make_world: Callable[..., World]) -> None:
+    world = make_world(provider=BrokenSecret())
+    job = world.job(isolated=True)
+
+    world.deliver(job, Lane.ISOLATION, solo=True)
+
+    handed_back(world, job)
+    assert world.queues[Lane.SHARED].sent == []
+
+
+class UnsendableQueue(RecordingQueue):
+    def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        raise StorageUnavailableError("SQS is throttling")
+
+
+def test_a_hand_back_whose_fresh_message_cannot_be_sent_keeps_the_message_it_came_with(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a failure that hands the job back, and a queue that refuses the fresh message
+    world = make_world(provider=BrokenSecret())
+    world.queues[Lane.SHARED] = UnsendableQueue()
+    job = world.job()
+
+    # When the job runs, the worker keeps its message (it comes back after its visibility timeout)
     with pytest.raises(RetryLater):
         world.deliver(job)
 
-    assert world.queues[Lane.SHARED].visibility == [(RECEIPT, 30)]
-    assert world.current(job) == job
+    # ... and the job is Pending, due when that message can dispatch it
+    assert world.current(job).status is JobStatus.PENDING
 
 
 def test_a_job_out_of_attempts_fails_and_its_input_expires_a_retention_later(world: World) -> None:
@@ -241,8 +290,7 @@ def test_a_storage_error_on_a_heartbeat_hands_the_job_back(make_world: Callable[
     job = world.job()
 
     # When the job runs
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     # Then it is Pending again with backoff, not Running until the sweeper
     handed_back(world, job)
@@ -258,8 +306,7 @@ def test_a_storage_error_reading_the_input_hands_the_job_back(make_world: Callab
     world = make_world(payloads=FlakyInputs())
     job = world.job()
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     handed_back(world, job)
     assert world.provider.calls == []
@@ -291,8 +338,7 @@ def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_cla
     job = world.job()
 
     # When the job runs: the answer comes, its write fails, the job is handed back
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     pending = handed_back(world, job)
     world.clock.set(pending.dispatch_at)
 
@@ -310,8 +356,7 @@ def test_an_answer_whose_result_write_failed_is_kept_and_adopted_by_the_next_cla
 def test_an_answer_that_cannot_be_stored_at_all_is_asked_for_again(make_world: Callable[..., World]) -> None:
     world = make_world(payloads=ResultWritesFail(failures=2), provider=CountingProvider(LONG_ANSWER))
     job = world.job()
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     world.clock.set(handed_back(world, job).dispatch_at)
 
     world.deliver(job)
@@ -351,8 +396,7 @@ def test_a_short_answer_whose_terminal_write_failed_is_kept_and_adopted_by_the_n
     # Given a status write that fails once: the answer that was to ride in it is kept as an item
     world = make_world(repository=TerminalWritesFail(failures=1))
     job = world.job()
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     world.clock.set(handed_back(world, job).dispatch_at)
 
     # When its message comes back
@@ -413,8 +457,7 @@ def test_a_secret_that_cannot_be_read_hands_the_job_back(make_world: Callable[..
     world = make_world(provider=BrokenSecret())
     job = world.job()
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     handed_back(world, job)
 
@@ -426,8 +469,7 @@ def test_a_provider_that_cannot_be_built_hands_the_job_back(world: World) -> Non
     world.build_provider = unbuildable  # type: ignore[method-assign]
     job = world.job()
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     handed_back(world, job)
 
@@ -437,8 +479,7 @@ def test_a_prompt_version_this_deploy_does_not_know_hands_the_job_back(world: Wo
     job = world.job(prompt_version="summarize-v99")
 
     # When it runs
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
 
     # Then it is handed back for a worker that knows the prompt, with no model call
     handed_back(world, job)
@@ -448,8 +489,7 @@ def test_a_prompt_version_this_deploy_does_not_know_hands_the_job_back(world: Wo
 def test_errors_that_persist_end_in_retries_exhausted(world: World) -> None:
     job = world.job(prompt_version="summarize-v99", max_attempts=2)
 
-    with pytest.raises(RetryLater):
-        world.deliver(job)
+    world.deliver(job)
     world.clock.set(world.current(job).dispatch_at)
     world.deliver(job)
 
@@ -474,6 +514,28 @@ def test_a_result_an_earlier_claim_stored_is_adopted_without_a_model_call(world:
     # Then it succeeds with that output and that output's usage, and no model call
     done = world.current(job)
     assert (done.status, done.result_location, done.usage) == (JobStatus.SUCCEEDED, "item", earlier.usage)
+    assert world.provider.calls == []
+
+
+class UnreadableResults(InMemoryPayloadStore):
+    """Reads of results fail, as S3 answers AccessDenied to a role that may not read them."""
+
+    def get_result(self, job_id: str, location: BlobLocation) -> JobResult | None:
+        raise StorageUnavailableError("AccessDenied")
+
+
+def test_a_claim_that_cannot_look_for_an_earlier_result_hands_the_job_back_unpaid(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a job claimed before, whose earlier result (if any) cannot be read
+    world = make_world(payloads=UnreadableResults())
+    job = world.job(attempts=1)
+
+    # When it runs again
+    world.deliver(job)
+
+    # Then it is handed back without a model call: "cannot read" is not "no result"
+    handed_back(world, job)
     assert world.provider.calls == []
 
 
@@ -555,3 +617,103 @@ def test_the_claim_is_one_request_and_leaves_the_sweep_index_alone(make_world: C
     assert repository.sweep_at_claims == [submitted_sweep_at]  # the claim moved no index entry
     assert repository.jobs[job.job_id].status is JobStatus.SUCCEEDED
     assert job.job_id not in repository.sweep_at  # the terminal write removed it
+
+
+# --- usage is never lost or counted twice --------------------------------------------------------
+
+
+def redrive(world: World, job: JobRecord) -> None:
+    """What an operator's redrive writes: Failed -> Pending, a new run with its attempts renewed."""
+    world.repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=JobStatus.FAILED,
+            target=JobStatus.PENDING,
+            now=world.clock.now(),
+            renew_attempts=True,
+            operator_redrive=True,
+            dispatch_at=world.clock.now(),
+        )
+    )
+
+
+def test_a_redriven_one_step_job_adopts_a_result_a_failed_write_counted_without_counting_it_again(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a job whose Succeeded write fails on its last attempt: the answer is kept as an item,
+    # and the job ends Failed/retries_exhausted with that answer's usage (the tokens were spent)
+    world = make_world(repository=TerminalWritesFail(failures=1))
+    job = world.job(max_attempts=1)
+    world.deliver(job)
+    failed = world.current(job)
+    assert (failed.status, failed.usage) == (JobStatus.FAILED, USAGE)
+    assert world.payloads.find_result(job.job_id) is not None
+
+    # When an operator redrives it and the next claim adopts the stored answer
+    redrive(world, job)
+    world.deliver(job)
+
+    # Then it succeeds with that answer, one model call in all, and its tokens counted once
+    done = world.current(job)
+    assert (done.status, done.usage) == (JobStatus.SUCCEEDED, USAGE)
+    assert len(world.provider.calls) == 1
+
+
+PLAN = PlanParameters(chunk_tokens=1000, step_output_tokens=100)
+FILTERED_USAGE = Usage(input_tokens=300, output_tokens=50)
+
+
+class FiltersPartThree:
+    """Answers every step, except that part 3's output is filtered (billed) while `filtering`."""
+
+    def __init__(self) -> None:
+        self.filtering = True
+        self.calls: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        self.calls.append(request)
+        if self.filtering and "Part 3:" in request.messages[-1]["content"]:
+            raise TerminalProviderError("content_policy", "filtered", usage=FILTERED_USAGE)
+        return Completion(text="a part", usage=USAGE)
+
+
+def test_a_redriven_multi_step_job_keeps_the_usage_of_its_refused_call(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a long job whose third part's answer is filtered after it was generated (and billed)
+    # (one step at a time, each with time to finish before the invocation's deadline)
+    provider = FiltersPartThree()
+    world = make_world(provider=provider, STEP_CONCURRENCY="1", PROVIDER_TIMEOUT_SECONDS="10")
+    text = "\n\n".join(f"Part {n}: " + "the ledger moved as planned. " * 140 for n in range(1, 7))
+    plan = plan_job(text, Operation.SUMMARIZE, PLAN, prompt_version=template_for(Operation.SUMMARIZE).version)
+    job = job_record(world.clock.now(), plan=PLAN, total_steps=plan.total_steps)
+    world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+    world.payloads.put_input(JobInput(job_id=job.job_id, text=text), "item", job.expires_at)
+    world.deliver(job)
+    failed = world.current(job)
+    assert failed.error is not None
+    assert failed.error.code == "content_policy"
+    two_steps = Usage(input_tokens=2 * USAGE.input_tokens, output_tokens=2 * USAGE.output_tokens)
+    assert failed.usage == _total(two_steps, FILTERED_USAGE)
+
+    # When an operator redrives it (forced) and the provider answers part 3 this time
+    provider.filtering = False
+    redrive(world, job)
+    world.deliver(job)
+
+    # Then it succeeds, and its usage is every step's plus the refused call's: nothing dropped
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    all_steps = Usage(
+        input_tokens=plan.total_steps * USAGE.input_tokens,
+        output_tokens=plan.total_steps * USAGE.output_tokens,
+    )
+    assert done.usage == _total(all_steps, FILTERED_USAGE)
+    assert len(provider.calls) == plan.total_steps + 1
+
+
+def _total(first: Usage, second: Usage) -> Usage:
+    return Usage(
+        input_tokens=first.input_tokens + second.input_tokens,
+        output_tokens=first.output_tokens + second.output_tokens,
+    )

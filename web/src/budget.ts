@@ -14,14 +14,16 @@ function tokens(n: number): string {
 
 /** What the header says, and the longer account a screen reader or a hover gets. */
 export function budgetText(budget: BudgetDocument): { short: string; long: string } {
-  const reserved = budget.reservedTokens > 0 ? `, ${tokens(budget.reservedTokens)} held by running jobs` : "";
-  const resets = `resets ${formatTime(budget.resetsAt)}`;
   if (budget.limitTokens === null || budget.remainingTokens === null) {
+    // Without a limit nothing reserves or settles (no budget writes at all), so usedTokens counts
+    // nothing: saying "0 used" would be false. Each job's own usage is on its screen.
     return {
-      short: `${tokens(budget.usedTokens)} tokens used this month`,
-      long: `No token limit in ${budget.period}: ${tokens(budget.usedTokens)} used${reserved}.`,
+      short: "No monthly token limit",
+      long: `No token limit for ${budget.period}: this tenant's tokens are not metered against a budget; each job shows the tokens it used.`,
     };
   }
+  const reserved = budget.reservedTokens > 0 ? `, ${tokens(budget.reservedTokens)} held by running jobs` : "";
+  const resets = `resets ${formatTime(budget.resetsAt)}`;
   return {
     short: `${tokens(budget.remainingTokens)} of ${tokens(budget.limitTokens)} tokens left`,
     long:

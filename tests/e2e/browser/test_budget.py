@@ -62,6 +62,36 @@ def test_the_header_shows_the_budget_left_and_follows_a_job_to_its_settlement(
     assert stack.call("GET", "/v1/budget", token=token).body["remainingTokens"] == LIMIT - used
 
 
+def test_a_tenant_without_a_limit_is_told_so_not_that_it_used_nothing(
+    console: ConsolePage, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page, stack = console.page, console.stack
+    # Given a tenant its operator exempted from any limit: it pays no budget write, so nothing
+    # counts what it uses
+    tenant = f"web-unlimited-{uuid.uuid4().hex[:8]}"
+    code, _out, err = run(
+        capsys, "budgets", "set", "--tenant", tenant, "--unlimited", "--local", "--port", str(stack.port)
+    )
+    assert code == 0, err
+    sign_in(page, stack.console_url, unique("web-unlimited"), tenant)
+    left = page.locator("#budget-left")
+    expect(left).to_have_text("No monthly token limit")
+
+    # When a job it submits has used tokens
+    job_id = submit_text(page, f"No limit in the header. {uuid.uuid4()}")
+    expect(page.locator(f'#job-rows tr[data-job-id="{job_id}"]')).to_have_attribute(
+        "data-status", "Succeeded"
+    )
+    usage = stack.call("GET", f"/v1/jobs/{job_id}", token=id_token(page)).body["usage"]
+    assert usage["inputTokens"] + usage["outputTokens"] > 0
+
+    # Then the header still says what is true: there is no limit (never "0 tokens used")
+    expect(left).to_have_text("No monthly token limit")
+    expect(page.locator("#budget")).to_have_attribute(
+        "aria-label", re.compile(r"^No token limit for \d{4}-\d{2}: .*each job shows the tokens it used\.$")
+    )
+
+
 def test_signing_out_takes_the_budget_off_the_screen(console: ConsolePage) -> None:
     page, stack = console.page, console.stack
     sign_in(page, stack.console_url, unique("web-budget-out"))

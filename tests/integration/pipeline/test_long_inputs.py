@@ -125,6 +125,39 @@ def test_a_rate_limit_in_chunk_3_costs_exactly_two_extra_calls_of_that_chunk(
     assert sorted(outcomes) == ["ok", "rate_limit", "rate_limit"]
 
 
+def test_a_job_released_many_more_times_than_the_redrive_policy_allows_receives_succeeds(
+    steps_pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A healthy job handed back again and again is never dead-lettered: each hand-back is a fresh
+    delayed message, so the queue's receive count (maxReceiveCount = maxAttempts + 3 = 6) counts
+    crashes only. The crash loop it must still catch: tests/integration/pipeline/test_poison.py."""
+    pipeline = steps_pipeline
+    monkeypatch.setenv("STEP_CONCURRENCY", "1")
+    monkeypatch.setenv("BACKOFF_CAP_SECONDS", "1")  # a second between claims, as Retry-After says
+    chunks = 14
+    # Given a long input each of whose chunks is refused once (429) before it is answered: the job
+    # is handed back after every step, 14 times, each release after progress
+    text = document(dict.fromkeys(range(1, chunks + 1), "[[fault:rate_limit*1]]"), chunks=chunks)
+    job_id = pipeline.submit(body(text), key="long-releases")["body"]["jobId"]
+
+    # When it runs (no sweeper: only the worker's own messages can carry it on), until it ends or
+    # its message is dead-lettered
+    def ended_or_dead_lettered() -> bool:
+        ended = pipeline.status(job_id)["status"] in {"Succeeded", "Failed", "Canceled"}
+        return ended or pipeline.queue_depth(pipeline.queues.dlq_url) > 0
+
+    pipeline.pump(ended_or_dead_lettered, timeout_seconds=120)
+
+    # Then it succeeded after more than twice maxReceiveCount hand-backs, and nothing reached the DLQ
+    assert pipeline.queue_depth(pipeline.queues.dlq_url) == 0
+    final = pipeline.status(job_id)
+    assert final["status"] == "Succeeded"
+    refused = [call for call in pipeline.model_calls() if call["outcome"] == "rate_limit"]
+    assert len(refused) == chunks
+    assert final["attempts"] == chunks + 1
+    assert pipeline.queue_depth(pipeline.queues.jobs_url) == 0
+
+
 def test_a_worker_killed_after_k_steps_resumes_with_only_the_missing_ones(
     steps_pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,38 +210,38 @@ def test_a_content_policy_refusal_in_one_chunk_fails_the_job_with_that_code(step
     assert final["progress"]["completedSteps"] < final["progress"]["totalSteps"]
 
 
-def test_a_release_at_the_deadline_keeps_the_checkpoints(
+def test_a_claim_starts_no_step_it_cannot_finish_and_is_released_with_its_checkpoints(
     steps_pipeline: Pipeline, model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline = steps_pipeline
     monkeypatch.setenv("STEP_CONCURRENCY", "1")
-    # Given a job whose fourth chunk's first call never answers, and a worker whose invocation
-    # reaches its release deadline (timeout 4.5 s, margin 2 s) while waiting for it
-    text = document({4: "[[fault:timeout*1]]"})
+    monkeypatch.setenv("PROVIDER_TIMEOUT_SECONDS", "3")
+    # Given a job whose steps take a second each, and a worker invoked with an 8 s timeout: with
+    # the 2 s release margin, a step may start only while 3 s (the provider's timeout) are left
+    # before its release deadline, 6 s in
+    text = document(dict.fromkeys(range(1, CHUNKS + 1), "[[delay:1]]"))
     plan = planned(text)
     job_id = pipeline.submit(body(text), key="long-release")["body"]["jobId"]
     assert pipeline.relay.poll() == 1
-    pipeline.set_worker_timeout(4.5)
+    pipeline.set_worker_timeout(8)
 
     # When that invocation runs
     assert pipeline.worker.poll() == 1
 
-    # Then the job was handed back (Pending, never failed) with its first three steps checkpointed
+    # Then it handed the job back (Pending, never failed) with the steps it finished checkpointed
     released = pipeline.status(job_id)
     assert released["status"] == "Pending"
-    assert released["progress"]["completedSteps"] == 3
+    assert 0 < released["progress"]["completedSteps"] < plan.total_steps
 
     # When it runs again with time enough
     pipeline.set_worker_timeout(30)
     [final] = pipeline.terminal(job_id, timeout_seconds=60)
 
-    # Then the checkpointed steps were not called again: only chunk 4 twice (the stalled call,
-    # logged once the client gave up on it)
+    # Then every step was called once: none was started, abandoned at the deadline and paid again,
+    # and no checkpointed step was called again
     assert final["status"] == "Succeeded"
     pipeline.wait_for(lambda: model_server.in_flight == 0)
-    expected = one_call_each(plan)
-    expected["m4"] += 1
-    assert calls_per_step(pipeline) == expected
+    assert calls_per_step(pipeline) == one_call_each(plan)
 
 
 def test_a_cancel_during_the_map_phase_ends_canceled_with_the_usage_kept(

@@ -56,10 +56,10 @@ def test_a_message_that_keeps_crashing_the_worker_is_redriven_to_the_dlq(
     ]
     original = JobWorker.handle
 
-    async def crashing(self: JobWorker, body: str, receipt_handle: str, lane: Lane) -> Any:
+    async def crashing(self: JobWorker, body: str, lane: Lane) -> Any:
         if job_id in body:
             raise InjectedFaultError("this message always kills the worker")
-        return await original(self, body, receipt_handle, lane)
+        return await original(self, body, lane)
 
     monkeypatch.setattr(JobWorker, "handle", crashing)
     pipeline.set_jobs_visibility(1)

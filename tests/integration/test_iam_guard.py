@@ -61,7 +61,7 @@ def role(tmp_path: Path) -> Role:
 
 def guarded(service: str, endpoint: str, role_file: Path) -> Any:
     client = boto3.client(service, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
-    Guard(role_file).install(client.meta.events)
+    Guard.of_file(role_file).install(client.meta.events)
     return client
 
 
@@ -295,9 +295,8 @@ def test_installed_in_every_session_it_guards_clients_made_later(
     moto_endpoint: str, resources: TestResources, role: Role
 ) -> None:
     # Given the guard installed the way a function process installs it
-    Guard(
-        role.grant(allow(["dynamodb:GetItem"], [table_arn(resources.jobs_table)]))
-    ).install_in_every_session()
+    role_file = role.grant(allow(["dynamodb:GetItem"], [table_arn(resources.jobs_table)]))
+    Guard.of_file(role_file).install_in_every_session()
 
     # When code makes its own session and client afterwards, as the functions do
     client = boto3.session.Session().client("dynamodb", endpoint_url=moto_endpoint, region_name=REGION)

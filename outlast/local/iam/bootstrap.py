@@ -20,7 +20,7 @@ from outlast.local.iam.roles import ENV_ROLE_FILE
 
 def main(argv: list[str]) -> None:
     """Install the guard, then hand over to awslambdaric (argv[1] is the handler string)."""
-    Guard(Path(os.environ[ENV_ROLE_FILE]), announce_to_stderr()).install_in_every_session()
+    Guard.of_file(Path(os.environ[ENV_ROLE_FILE]), announce_to_stderr()).install_in_every_session()
     from awslambdaric.__main__ import main as run_runtime  # noqa: PLC0415 - after the guard is in
 
     run_runtime(argv)

@@ -79,7 +79,7 @@ class Enforcement:
             aws_access_key_id=self.roles[function].access_key_id,
             aws_secret_access_key=SECRET_ACCESS_KEY,
         )
-        Guard(self.role_file(function)).install(client.meta.events)
+        Guard.of_file(self.role_file(function)).install(client.meta.events)
         return client
 
     def poll(self) -> None:

@@ -55,18 +55,32 @@ def _to_stderr(line: str) -> None:
 
 
 class Guard:
-    """One function's role, enforced on the botocore clients it is installed on."""
+    """One function's role, enforced on the botocore clients it is installed on.
 
-    def __init__(self, role_file: Path, announce: Announce | None = None) -> None:
-        self._file = RoleFile(role_file)
-        self._lock = threading.Lock()
+    `role` gives the role to check each call against: a role file's current content, or (where
+    one process hosts several functions, as the benchmark harness does) whichever function is
+    running now.
+    """
+
+    def __init__(self, role: Callable[[], FunctionRole], announce: Announce | None = None) -> None:
+        self._role = role
         self._announce = announce
+
+    @classmethod
+    def of_file(cls, path: Path, announce: Announce | None = None) -> Guard:
+        """The guard of the role in a role file, re-read whenever the file changes."""
+        file, lock = RoleFile(path), threading.Lock()
+
+        def current() -> FunctionRole:
+            with lock:
+                return file.current()
+
+        return cls(current, announce)
 
     @property
     def role(self) -> FunctionRole:
-        """The role as its file says now (re-read when it changes)."""
-        with self._lock:
-            return self._file.current()
+        """The role the next call is checked against."""
+        return self._role()
 
     def install(self, events: BaseEventHooks) -> None:
         """Check every call of one client (or session) that emits on `events`."""

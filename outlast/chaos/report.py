@@ -189,7 +189,7 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("cross-owner reads that leaked", _must_be_zero(report.leaks) + f"  [{report.probes} probes]"),
         ("invariant violations", _must_be_zero(report.violations)),
         ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
-        ("calls a function's role does not allow (IAM)", _must_be_zero(report.iam_denials)),
+        ("calls a function's role denied (IAM)", _must_be_zero(report.iam_denials)),
         ("budget drift (|used - usage| + reserved)", _budget(report)),
         ("model calls per Succeeded job", f"{report.calls_per_succeeded:.2f}  ({report.calls} calls)"),
         ("no-fault baseline calls per job", f"{report.baseline:.2f}"),

@@ -146,9 +146,12 @@ class Harness:
         return self
 
     def stop(self) -> None:
-        """Put stdout back and stop the servers."""
+        """Put stdout back, take the guard off the default session, and stop the servers."""
         if getattr(self, "_stdout", None) is not None:
             sys.stdout = self._stdout
+        if getattr(self, "_guard", None) is not None and boto3.DEFAULT_SESSION is not None:
+            # What runs after the harness (the pipeline section) makes clients of its own there.
+            self._guard.uninstall(boto3.DEFAULT_SESSION.events)
         self.model.stop()
         self.moto.stop()
 
@@ -243,11 +246,11 @@ class Harness:
             for role in function_roles(self.require_template(), resolver, where, self.denials.path)
         }
         self._roles = {name: roles[spec.logical_id] for name, spec in self.functions.items()}
-        guard = Guard(self._acting_role)
+        self._guard = Guard(self._acting_role)
         if boto3.DEFAULT_SESSION is None:
             raise RuntimeError("the handlers' session is not set up")
-        guard.install(boto3.DEFAULT_SESSION.events)
-        guard.install(self.poller_session.events)
+        self._guard.install(boto3.DEFAULT_SESSION.events)
+        self._guard.install(self.poller_session.events)
 
     def _acting_role(self) -> FunctionRole:
         if not self._acting:

@@ -305,3 +305,24 @@ def test_installed_in_every_session_it_guards_clients_made_later(
     client.get_item(TableName=resources.jobs_table, Key=key("a"))
     with pytest.raises(ClientError):
         client.put_item(TableName=resources.jobs_table, Item=key("a"))
+
+
+def test_uninstalled_from_a_session_it_no_longer_guards_its_new_clients(
+    moto_endpoint: str, resources: TestResources, role: Role
+) -> None:
+    # Given a session whose clients are guarded by a role that may not write
+    session = boto3.session.Session(region_name=REGION)
+    guard = Guard.of_file(role.grant(allow(["dynamodb:GetItem"], [table_arn(resources.jobs_table)])))
+    guard.install(session.events)
+    with pytest.raises(ClientError):
+        session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
+            TableName=resources.jobs_table, Item=key("a")
+        )
+
+    # When the guard is taken off (as the benchmark harness does when it stops)
+    guard.uninstall(session.events)
+
+    # Then a client made there afterwards is not checked
+    session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
+        TableName=resources.jobs_table, Item=key("a")
+    )

@@ -84,19 +84,24 @@ class Guard:
 
     def install(self, events: BaseEventHooks) -> None:
         """Check every call of one client (or session) that emits on `events`."""
-        events.register("before-parameter-build", self._remember, unique_id="outlast-iam-params")
-        events.register("before-call", self._check, unique_id="outlast-iam-check")
-        events.register("after-call.s3", self._missing_key, unique_id="outlast-iam-s3-missing-key")
+        for event, handler, unique_id in self._hooks():
+            events.register(event, handler, unique_id=unique_id)
+
+    def uninstall(self, events: BaseEventHooks) -> None:
+        """Stop checking the calls that emit on `events` (clients made there from now on)."""
+        for event, _, unique_id in self._hooks():
+            events.unregister(event, unique_id=unique_id)
+
+    def _hooks(self) -> list[tuple[str, Callable[..., Any], str]]:
+        return [
+            ("before-parameter-build", self._remember, "outlast-iam-params"),
+            ("before-call", self._check, "outlast-iam-check"),
+            ("after-call.s3", self._missing_key, "outlast-iam-s3-missing-key"),
+        ]
 
     def install_in_every_session(self) -> None:
         """Check every call of every botocore session this process creates from now on."""
-        handlers.BUILTIN_HANDLERS.extend(
-            [
-                ("before-parameter-build", self._remember),
-                ("before-call", self._check),
-                ("after-call.s3", self._missing_key),
-            ]
-        )
+        handlers.BUILTIN_HANDLERS.extend((event, handler) for event, handler, _ in self._hooks())
 
     # --- the hooks -----------------------------------------------------------------------------
 

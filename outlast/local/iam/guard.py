@@ -45,6 +45,11 @@ _REFUSALS = {
     "apigatewaymanagementapi": ("AccessDeniedException", 403),
 }
 _DEFAULT_REFUSAL = ("AccessDeniedException", 400)
+# How AWS ends an AccessDenied message, per kind of denial.
+_WHY = {
+    Decision.IMPLICIT_DENY: "because no identity-based policy allows the {action} action",
+    Decision.EXPLICIT_DENY: "with an explicit deny in an identity-based policy",
+}
 _S3_READS = frozenset({"GetObject", "HeadObject"})
 
 Announce = Callable[[str], None]
@@ -118,13 +123,17 @@ class Guard:
                 service, model.name, context.get(_PARAMS, {}), role.where, str(params.get("url", ""))
             )
         except UnmappedOperation as unmapped:
-            return self._deny(
-                role, call, Authorization(f"{service}:{model.name}", "(unknown)"), str(unmapped)
-            )
+            unknown = Authorization(f"{service}:{model.name}", "(unknown)")
+            return self._deny(role, call, unknown, "unmapped operation", str(unmapped))
         for authorization in needed:
             decision = self._decide(role, authorization)
             if not decision.allowed:
-                return self._deny(role, call, authorization, decision.value)
+                why = _WHY[decision].format(action=authorization.action)
+                message = (
+                    f"User: {role.principal} is not authorized to perform: {authorization.action} "
+                    f"on resource: {authorization.resource} {why}"
+                )
+                return self._deny(role, call, authorization, decision.value, message)
         return None
 
     def _missing_key(
@@ -152,23 +161,13 @@ class Guard:
         return evaluate(role.documents, authorization.action, authorization.resource, context)
 
     def _deny(
-        self, role: FunctionRole, call: str, authorization: Authorization, reason: str
+        self, role: FunctionRole, call: str, authorization: Authorization, reason: str, message: str
     ) -> tuple[AWSResponse, dict[str, Any]]:
         self._record(role, call, authorization, reason)
         service, operation = call.split(".", 1)
         code, status = _REFUSALS.get(service, _DEFAULT_REFUSAL)
         if service == "s3" and operation == "HeadObject":
             code, message = "403", "Forbidden"  # a HEAD answer has no body to carry more
-        elif reason == Decision.EXPLICIT_DENY.value:
-            message = _message(role, authorization, "with an explicit deny in an identity-based policy")
-        elif reason == Decision.IMPLICIT_DENY.value:
-            message = _message(
-                role,
-                authorization,
-                f"because no identity-based policy allows the {authorization.action} action",
-            )
-        else:
-            message = reason
         parsed = {
             "Error": {"Code": code, "Message": message},
             "ResponseMetadata": {
@@ -191,13 +190,6 @@ class Guard:
         DenialLog(Path(role.denials)).record(denial)
         if self._announce is not None:
             self._announce(denial.line())
-
-
-def _message(role: FunctionRole, authorization: Authorization, why: str) -> str:
-    return (
-        f"User: {role.principal} is not authorized to perform: {authorization.action} "
-        f"on resource: {authorization.resource} {why}"
-    )
 
 
 def announce_to_stderr() -> Announce:

@@ -1,8 +1,8 @@
 """Local mode follows the CDK app: a second stack, synthesized with other context values, behaves
 by them with no other edit. Also what only a stack of its own can show: the submit rate's 429
-(3 a minute here instead of 60), a cancel that certainly finds its job Pending, a worker crash
-(its processes are killed, which would disturb other tests' jobs on the shared stack), and a
-clean stop.
+(3 a minute here instead of 60) and the retry of a refused submit, a cancel that certainly finds
+its job Pending, worker crashes (its processes are killed, which would disturb other tests' jobs
+on the shared stack) up to a job failed by the sweeper, and a clean stop.
 
 The Pending cancel: over HTTP alone, a fresh job's claim races the cancel (the worker takes it
 within a second or two). A job backing off after a rate limit is Pending until its `dispatchAt`,

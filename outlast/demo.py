@@ -3,7 +3,8 @@
 Each job shows one promise: a success per operation, one that succeeds after two 429s from the
 provider, one that fails for a terminal reason (with a safe error code), one canceled while it
 runs, and a 200 KB document summarized in checkpointed steps, its progress shown as it moves.
-Everything goes through the same handlers and HTTP API as in AWS.
+Everything goes through the same handlers and HTTP API as in AWS, each function under its own
+role from the template: the demo ends by saying how many calls a role denied (it must be 0).
 """
 
 from __future__ import annotations
@@ -148,8 +149,18 @@ def _report(client: OutlastClient, ids: dict[str, DemoJob]) -> int:
     return 1 if unfinished else 0
 
 
+def _report_denials(stack: LocalStack) -> int:
+    """Say how many calls the functions' roles denied (DESIGN.md, "Deploy fidelity"); 1 if any."""
+    denials = stack.iam.denials.read()
+    _say(f"\ncalls the functions' roles denied (IAM, must be 0): {len(denials)}")
+    for denial in denials:
+        _say(f"  {denial.line()}")
+    return 1 if denials else 0
+
+
 def main() -> int:
-    """Start, run, stop; the exit code is 0 when every job reached a terminal state."""
+    """Start, run, stop; the exit code is 0 when every job reached a terminal state and no call was
+    denied."""
     options = LocalOptions(port=8000, log=lambda line: print(line, file=sys.stderr, flush=True))  # noqa: T201
     stack = LocalStack(options)
     try:
@@ -157,7 +168,8 @@ def main() -> int:
         state = stack.describe()
         _say(f"ready: {state['apiUrl']}\n")
         client = OutlastClient(state["apiUrl"], issue_token(state, "demo-user", "demo-tenant"))
-        return run(client)
+        unfinished = run(client)
+        return _report_denials(stack) or unfinished
     finally:
         _say("\nstopping the local stack...")
         stack.stop()

@@ -168,8 +168,12 @@ class Api(Construct):
         # The job and its input item (conditional PutItem, GetItem on replay).
         grants.grant_table(storage.jobs_table, function, ["PutItem", "GetItem"])
         # Idempotency claims (conditional PutItem; GetItem when a model the allowlist no longer
-        # names may still replay its job) and per-owner submit counters (UpdateItem).
-        grants.grant_table(storage.idempotency_table, function, ["PutItem", "GetItem", "UpdateItem"])
+        # names may still replay its job; a conditional DeleteItem of its own claim when the submit
+        # is refused at the rate limit or the budget, so that a retry starts fresh) and per-owner
+        # submit counters (UpdateItem).
+        grants.grant_table(
+            storage.idempotency_table, function, ["PutItem", "GetItem", "UpdateItem", "DeleteItem"]
+        )
         grants.grant_objects(storage.payload_bucket, function, ["PutObject"], [r.INPUT_PREFIX])
         # The tenant's limit and counter (BatchGetItem), then the reservation with its counter: a
         # TransactWriteItems of a Put and an Update, which IAM authorizes as PutItem and UpdateItem.

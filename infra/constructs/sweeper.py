@@ -61,8 +61,13 @@ class Sweeper(Construct):
                 retry_attempts=0,
             ),
         )
+        # PutItem: failing a job whose input rides in the job item first copies the input out to an
+        # item of its own (shared.retention.end_input), so that an operator may still redrive it.
         grants.grant_table(
-            storage.jobs_table, self.function, ["Query", "GetItem", "UpdateItem"], indexes=[r.SWEEP_INDEX]
+            storage.jobs_table,
+            self.function,
+            ["Query", "GetItem", "UpdateItem", "PutItem"],
+            indexes=[r.SWEEP_INDEX],
         )
         # Budget repair: open reservations by their sparse index, a check time moved (UpdateItem), a
         # settlement or release (a transaction of a conditional Delete and an Update).

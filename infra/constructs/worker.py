@@ -74,7 +74,11 @@ class Worker(Construct):
         # Claim, heartbeat, progress and transitions (UpdateItem), the input (GetItem), results and step
         # checkpoints (PutItem), a multi-step job's checkpoints (Query of its own partition).
         grants.grant_table(storage.jobs_table, self.function, ["GetItem", "PutItem", "UpdateItem", "Query"])
-        grants.grant_objects(storage.payload_bucket, self.function, ["GetObject"], [r.INPUT_PREFIX])
+        # Inputs, and results: every claim after the first (and every redrive) looks for a result an
+        # earlier claim stored and never recorded, to adopt it instead of paying for the call again.
+        grants.grant_objects(
+            storage.payload_bucket, self.function, ["GetObject"], [r.INPUT_PREFIX, r.RESULT_PREFIX]
+        )
         grants.grant_objects(storage.payload_bucket, self.function, ["PutObject"], [r.RESULT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, self.function)
         # A job the worker hands back to Pending is dispatched by a fresh delayed message to its

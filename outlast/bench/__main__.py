@@ -111,7 +111,13 @@ def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> 
             results["coldstart"] = coldstart.run(harness, runs=sizes.coldstart_runs, say=_say)
     finally:
         harness.stop()
+    _say_denials("in-process sections", len(harness.denials.read()))
     return results
+
+
+def _say_denials(where: str, count: int) -> None:
+    """Every benchmark runs each function under its own role (DESIGN.md, "Deploy fidelity")."""
+    _say(f"{where}: calls the functions' roles denied (IAM, must be 0): {count}")
 
 
 def _price_cold_starts(document: dict[str, Any], every: int) -> None:
@@ -157,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         results["pipeline"] = pipeline.run(
             points=sizes.pipeline_points, jobs=sizes.pipeline_jobs, clients=sizes.pipeline_clients, say=_say
         )
+        _say_denials("pipeline", results["pipeline"]["iamDenials"])
     stamp["loadAverageAfter"] = load_average()
     stamp["seconds"] = round(time.monotonic() - began, 1)
     document = {key: value for key, value in previous.items() if key in SECTIONS}

@@ -10,6 +10,11 @@ of tests/support/pipeline.py, with a meter on every client.
 Function stdout is replaced by a `LogCounter` before any handler is imported (Powertools binds
 its log stream at import). Clients the handlers create come from boto3's default session, the
 pollers' from a second watched session, and the meter's own reads from an unwatched one.
+
+As in local mode, every call a handler or a poller makes is checked against the role of the
+function it acts for (outlast.local.iam): one process hosts every function here, so the guard
+checks against the function running now (the harness runs one at a time). `denials` records
+what was denied; the benchmark says how many, and it must be 0.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import importlib
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -34,6 +40,9 @@ from outlast.bench.events import BenchContext, status_event, submit_event
 from outlast.bench.meter import LogCounter, Meter
 from outlast.local import event_sources
 from outlast.local.event_sources import SqsSource, StreamSource
+from outlast.local.iam.denials import DenialLog
+from outlast.local.iam.guard import Guard
+from outlast.local.iam.roles import FunctionRole, function_roles, local_where
 from outlast.local.model_server import ModelServer
 from outlast.local.moto_server import MotoServer
 from outlast.local.provision import LocalResources, Provisioner
@@ -99,6 +108,13 @@ class Harness:
     invocations: list[Invocation] = field(default_factory=list)
     functions: dict[str, FunctionSpec] = field(default_factory=dict)
     template: Template | None = None
+    denials: DenialLog = field(
+        default_factory=lambda: DenialLog(
+            Path(tempfile.mkdtemp(prefix="outlast-bench-iam-")) / "denials.jsonl"
+        )
+    )
+    _roles: dict[str, FunctionRole] = field(default_factory=dict)
+    _acting: list[str] = field(default_factory=list)  # the function running now (and its caller)
 
     def start(self) -> Harness:
         """moto, the model server, the template's resources, the watched sessions, the handlers."""
@@ -122,6 +138,7 @@ class Harness:
         self._read_functions(resolver)
         os.environ.update(self._process_environment())
         self._sessions()
+        self._enforce(resolver)
         self._mappings(resolver)
         self.handlers = {
             name: importlib.import_module(spec.module).lambda_handler for name, spec in self.functions.items()
@@ -129,9 +146,12 @@ class Harness:
         return self
 
     def stop(self) -> None:
-        """Put stdout back and stop the servers."""
+        """Put stdout back, take the guard off the default session, and stop the servers."""
         if getattr(self, "_stdout", None) is not None:
             sys.stdout = self._stdout
+        if getattr(self, "_guard", None) is not None and boto3.DEFAULT_SESSION is not None:
+            # What runs after the harness (the pipeline section) makes clients of its own there.
+            self._guard.uninstall(boto3.DEFAULT_SESSION.events)
         self.model.stop()
         self.moto.stop()
 
@@ -218,6 +238,34 @@ class Harness:
         )
         self.meter.attach(self.poller_session, "poller")
 
+    def _enforce(self, resolver: Resolver) -> None:
+        """Check the handlers' and the pollers' calls against the role of the function acting."""
+        where = local_where({}, self.resources.secrets)
+        roles = {
+            role.function: role
+            for role in function_roles(self.require_template(), resolver, where, self.denials.path)
+        }
+        self._roles = {name: roles[spec.logical_id] for name, spec in self.functions.items()}
+        self._guard = Guard(self._acting_role)
+        if boto3.DEFAULT_SESSION is None:
+            raise RuntimeError("the handlers' session is not set up")
+        self._guard.install(boto3.DEFAULT_SESSION.events)
+        self._guard.install(self.poller_session.events)
+
+    def _acting_role(self) -> FunctionRole:
+        if not self._acting:
+            raise RuntimeError("an AWS call on a function's session while no function runs")
+        return self._roles[self._acting[-1]]
+
+    @contextlib.contextmanager
+    def acting_as(self, name: str) -> Iterator[None]:
+        """Calls made meanwhile are the function `name`'s (its handler, or the poller that feeds it)."""
+        self._acting.append(name)
+        try:
+            yield
+        finally:
+            self._acting.pop()
+
     def _queue_url(self, arn: str) -> str:
         for logical_id, url in self.resources.queues.items():
             if self.sqs_arn(logical_id) == arn:
@@ -291,7 +339,7 @@ class Harness:
         )
         response, error = None, None
         started, begin = time.time(), time.perf_counter()
-        with self.meter.phase(phase) if self.pass_name else contextlib.nullcontext():
+        with self.meter.phase(phase) if self.pass_name else contextlib.nullcontext(), self.acting_as(name):
             try:
                 response = self.handlers[name](event, context)
             except Exception as failure:  # noqa: BLE001 - recorded: the caller decides what it means
@@ -330,7 +378,10 @@ class Harness:
     def relay(self) -> int:
         """One poll of the stream: the relay runs on whatever new job INSERTs there are."""
         with (
-            self.meter.phase(f"{self.pass_name}/poller-relay") if self.pass_name else contextlib.nullcontext()
+            self.meter.phase(f"{self.pass_name}/poller-relay")
+            if self.pass_name
+            else contextlib.nullcontext(),
+            self.acting_as(FunctionName.RELAY.value),
         ):
             return self.relay_source.poll()
 
@@ -339,7 +390,8 @@ class Harness:
         with (
             self.meter.phase(f"{self.pass_name}/poller-worker")
             if self.pass_name
-            else contextlib.nullcontext()
+            else contextlib.nullcontext(),
+            self.acting_as(FunctionName.WORKER.value),
         ):
             return self.worker_source.poll(idle_sleep=0)
 

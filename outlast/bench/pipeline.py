@@ -42,6 +42,7 @@ from typing import Any
 
 from outlast.bench.stats import latency_summary
 from outlast.commands.local import issue_token, local_client
+from outlast.local.iam.enforcement import denial_count
 from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack, read_state
 from outlast.local.stop_signals import StopSignals
@@ -416,6 +417,7 @@ def run(
             )
     finally:
         stack.stop()
+    denied = denial_count(stack.state)
     first, last = results[0], results[-1]
     comparable = first["valid"] and last["valid"]
     return {
@@ -439,6 +441,7 @@ def run(
             ),
         },
         "model": "local model server, zero delay",
+        "iamDenials": denied,  # calls a function's role did not allow: must be 0
         "housekeepingPausedSeconds": HOUSEKEEPING_PAUSE_SECONDS,
         "reaperDefaultSeconds": LocalOptions().reap_seconds,
         "pollSeconds": POLL_SECONDS,

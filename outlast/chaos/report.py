@@ -30,8 +30,8 @@ class KindRow:
 
 @dataclass
 class ChaosReport:
-    """Everything a run found; `ok` is False on any loss, duplicate, leak, violation, or a job that
-    failed for another job's fault."""
+    """Everything a run found; `ok` is False on any loss, duplicate, leak, violation, denied call,
+    or a job that failed for another job's fault."""
 
     run_id: str
     seed: int
@@ -47,6 +47,9 @@ class ChaosReport:
     # Jobs that ended Failed though nothing injected into them fails a job: another job's crash,
     # say (DESIGN.md, "Lifecycle": crash isolation). Must be empty.
     blameless_failures: list[str] = field(default_factory=list)
+    # Calls local mode denied because a function's role does not allow them (DESIGN.md, "Deploy
+    # fidelity"): each would fail in AWS too. Must be empty.
+    iam_denials: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)  # submits the clients gave up retrying
     unexplained_calls: list[str] = field(default_factory=list)  # calls a fault does not explain
     job_messages_on_dlq: list[str] = field(default_factory=list)  # messages of real jobs on the DLQ
@@ -96,6 +99,7 @@ class ChaosReport:
             or self.leaks
             or self.violations
             or self.blameless_failures
+            or self.iam_denials
             or drifted
         )
 
@@ -189,6 +193,7 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("cross-owner reads that leaked", _must_be_zero(report.leaks) + f"  [{report.probes} probes]"),
         ("invariant violations", _must_be_zero(report.violations)),
         ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
+        ("calls a function's role denied (IAM)", _must_be_zero(report.iam_denials)),
         ("budget ledger vs tokens served", _budget(report)),
         ("model calls per Succeeded job", f"{report.calls_per_succeeded:.2f}  ({report.calls} calls)"),
         ("no-fault baseline calls per job", f"{report.baseline:.2f}"),
@@ -226,6 +231,7 @@ def render(report: ChaosReport) -> str:
         ("leaks", report.leaks),
         ("violations", report.violations),
         ("jobs failed without a fault of their own", report.blameless_failures),
+        ("calls a function's role does not allow", report.iam_denials),
         ("budget ledger vs tokens served", report.budget_mismatches or []),
         ("unexpected outcomes", report.unexpected),
         ("model calls no fault explains", report.unexplained_calls),

@@ -23,6 +23,7 @@ from outlast.chaos.plan import PROFILES, Fault
 from outlast.chaos.report import ChaosReport, KindRow
 from outlast.client import TERMINAL_STATUSES, ApiError, StatusDocument, TransportError
 from outlast.commands.local import local_client
+from outlast.local.iam.enforcement import denial_summary
 from outlast.local.model_server import messages_hash
 from shared import resources as r
 from shared.adapters.dynamo_items import job_id_of
@@ -137,6 +138,7 @@ class Verifier:
         self._check_poison()
         self._check_queues()
         self._check_replays()
+        report.iam_denials = denial_summary(self.driver.target.state)
         self._count()
         self._check_budgets()  # after the count: which jobs made the calls they were predicted
         return report

@@ -49,6 +49,9 @@ class FunctionSpec:
     timeout_seconds: float
     memory_mb: int
     concurrency: int = 2
+    # The module the process runs with the handler string as its argument: awslambdaric itself, or
+    # a bootstrap that prepares the process first and then runs it (outlast.local.iam.bootstrap).
+    entry: str = "awslambdaric"
 
     @property
     def arn(self) -> str:
@@ -191,7 +194,7 @@ class ExecutionEnvironment:
         }
         self.process: subprocess.Popen[str] = spawn(
             lambda: subprocess.Popen(  # noqa: S603 - our own interpreter and the template's handler
-                guarded([sys.executable, "-m", "awslambdaric", spec.handler]),
+                guarded([sys.executable, "-m", spec.entry, spec.handler]),
                 cwd=spec.code_dir,
                 env=environment,
                 stdout=subprocess.PIPE,

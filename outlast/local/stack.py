@@ -34,6 +34,8 @@ from outlast.local import event_sources
 from outlast.local.console_front import ConsoleFront
 from outlast.local.event_sources import SqsSource, StreamSource, scheduled_event
 from outlast.local.http_front import ApiConfig, ApiFront, Cors, Route, TokenBucket
+from outlast.local.iam.enforcement import Enforcement
+from outlast.local.iam.roles import local_where
 from outlast.local.jwt_auth import JwtAuthorizer, JwtVerifier
 from outlast.local.lambda_runtime import (
     FunctionError,
@@ -101,6 +103,11 @@ class LocalOptions:
 def log_dir(port: int) -> Path:
     """Where the stack on `port` writes moto's and each function's log."""
     return STATE_DIR / f"logs-{port}"
+
+
+def iam_dir(port: int) -> Path:
+    """Where the stack on `port` keeps its functions' role files and the record of denied calls."""
+    return STATE_DIR / f"iam-{port}"
 
 
 def state_path(port: int) -> Path:
@@ -173,7 +180,9 @@ class LocalStack:
         self._websocket: WebSocketFront | None = None
         self._management: ManagementApi | None = None
         self._local_urls: dict[str, str] = {}
+        self._stages: dict[str, tuple[str, str]] = {}  # management endpoint -> (API id, stage)
         self._console: ConsoleFront | None = None
+        self._iam: Enforcement | None = None
 
     @property
     def template(self) -> Template:
@@ -197,6 +206,13 @@ class LocalStack:
         return self._model
 
     @property
+    def iam(self) -> Enforcement:
+        """Every function's role, enforced (after start)."""
+        if self._iam is None:
+            raise RuntimeError("the local stack is not started")
+        return self._iam
+
+    @property
     def front(self) -> ApiFront:
         """The HTTP front (after start)."""
         if self._front is None:
@@ -216,6 +232,7 @@ class LocalStack:
         self._model = ModelServer().start()
         self._bind_websocket()
         self._bind_console()
+        self._start_iam()
         self._start_functions()
         self._front = ApiFront(self._api_config(), port=self.options.port).start()
         self._start_console()
@@ -249,6 +266,15 @@ class LocalStack:
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
 
+    def _start_iam(self) -> None:
+        """Each function's role from the template, enforced on every call it makes (DESIGN.md,
+        "Deploy fidelity"); always on: no function runs with broader credentials."""
+        where = local_where(self._stages, self.resources.secrets)
+        self._iam = Enforcement(
+            self.template, self.resolver, iam_dir(self.options.port), where, self.options.log
+        )
+        self.loops.append(_Loop("iam", self._iam.poll, 0.5, self.options.log).start())
+
     def _base_environment(self) -> dict[str, str]:
         return {
             **host_environment(),
@@ -267,7 +293,13 @@ class LocalStack:
             for k, v in properties.get("Environment", {}).get("Variables", {}).items()
         }
         local_only = {k: v for k, v in LOCAL_ONLY_OVERRIDES.items() if k in variables}
-        environment = {**variables, **LOCAL_FUNCTION_ENVIRONMENT, **local_only, **self.options.environment}
+        environment = {
+            **variables,
+            **LOCAL_FUNCTION_ENVIRONMENT,
+            **local_only,
+            **self.options.environment,
+            **self.iam.environment(resource.logical_id),
+        }
         handler = str(properties["Handler"])
         if self.options.chaos is not None:
             # Local mode only: the shim imports the real handler and injects faults around it.
@@ -282,6 +314,7 @@ class LocalStack:
             timeout_seconds=float(properties.get("Timeout", 3)),
             memory_mb=int(properties.get("MemorySize", 128)),
             concurrency=LOCAL_CONCURRENCY,
+            entry="outlast.local.iam.bootstrap",
         )
 
     def _start_functions(self) -> None:
@@ -346,6 +379,7 @@ class LocalStack:
         self._management = ManagementApi(self.connections, log)
         stage = stage_name(self.template, api)
         self._local_urls = local_urls(self.resolver, api, stage, self._websocket.url, self._management.url)
+        self._stages = {self._management.url.rstrip("/"): (str(self.resolver.ref(api.logical_id)), stage)}
 
     def _websocket_log(self) -> Callable[[str], None]:
         path = log_dir(self.options.port) / "websocket.log"
@@ -571,7 +605,9 @@ class LocalStack:
         item_failures: bool,
     ) -> None:
         destination = properties.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
-        sqs = boto3.client("sqs", endpoint_url=self.endpoint, region_name=REGION)
+        # The mapping reads the stream and sends to its destination as the function, as in AWS.
+        function = self.pools[function_arn].spec.logical_id
+        sqs = self.iam.client(function, "sqs", self.endpoint)
         on_failure = None
         if destination:
             url = self._queue_url(str(destination))
@@ -580,7 +616,7 @@ class LocalStack:
                 sqs.send_message(QueueUrl=url, MessageBody=event_sources.dump(info))
 
         source = StreamSource(
-            streams=boto3.client("dynamodbstreams", endpoint_url=self.endpoint, region_name=REGION),
+            streams=self.iam.client(function, "dynamodbstreams", self.endpoint),
             stream_arn=str(properties["EventSourceArn"]),
             invoke=self.invoker(function_arn),
             batch_size=int(properties.get("BatchSize", 100)),
@@ -595,7 +631,8 @@ class LocalStack:
         self, resource: Resource, properties: dict[str, Any], function_arn: str, item_failures: bool
     ) -> None:
         source = SqsSource(
-            sqs=boto3.client("sqs", endpoint_url=self.endpoint, region_name=REGION),
+            # The mapping receives and deletes as the function, as in AWS.
+            sqs=self.iam.client(self.pools[function_arn].spec.logical_id, "sqs", self.endpoint),
             queue_url=self._queue_url(str(properties["EventSourceArn"])),
             queue_arn=str(properties["EventSourceArn"]),
             invoke=self.invoker(function_arn),
@@ -680,6 +717,7 @@ class LocalStack:
             "functions": {pool.spec.logical_id: pool.spec.name for pool in self.pools.values()},
             "scheduled": [self.pools[arn].spec.logical_id for arn in self.scheduled],
             "chaos": self.options.chaos.to_dict() if self.options.chaos is not None else None,
+            "iam": self.iam.describe(),
             "outputs": self._outputs(),
         }
 

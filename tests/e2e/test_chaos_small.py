@@ -80,6 +80,13 @@ def test_no_job_fails_for_another_jobs_crash(report: ChaosReport) -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
+def test_no_function_makes_a_call_its_role_does_not_allow(report: ChaosReport) -> None:
+    # Local mode enforces every role: the recovery paths faults force (redrives, the sweeper's
+    # terminal writes, adoptions) must work under the deployed grants too
+    assert report.iam_denials == [], _explain(report)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
 def test_every_process_fault_really_fired(report: ChaosReport) -> None:
     # A chaos run proves nothing about a fault that never happened
     fired = {kind for kind, jobs in report.faults_fired.items() if jobs > 0}
@@ -107,11 +114,11 @@ def test_the_plan_is_reproducible_and_covers_every_fault() -> None:
     assert make_plan(JOBS, SEED + 1, "same").jobs != first.jobs
 
 
-def test_the_report_fails_on_any_loss_duplicate_leak_violation_or_blameless_failure() -> None:
+def test_the_report_fails_on_any_loss_duplicate_leak_violation_denial_or_blameless_failure() -> None:
     clean = ChaosReport(run_id="r", seed=1, planned=1, owners=1)
     assert clean.ok
     assert render(clean).endswith("PASS")
-    for name in ("lost", "duplicates", "leaks", "violations", "blameless_failures"):
+    for name in ("lost", "duplicates", "leaks", "violations", "blameless_failures", "iam_denials"):
         failing = ChaosReport(run_id="r", seed=1, planned=1, owners=1)
         setattr(failing, name, ["job: why"])
         assert not failing.ok, name

@@ -1,8 +1,8 @@
 """Local mode follows the CDK app: a second stack, synthesized with other context values, behaves
 by them with no other edit. Also what only a stack of its own can show: the submit rate's 429
-(3 a minute here instead of 60), a cancel that certainly finds its job Pending, a worker crash
-(its processes are killed, which would disturb other tests' jobs on the shared stack), and a
-clean stop.
+(3 a minute here instead of 60) and the retry of a refused submit, a cancel that certainly finds
+its job Pending, worker crashes (its processes are killed, which would disturb other tests' jobs
+on the shared stack) up to a job failed by the sweeper, and a clean stop.
 
 The Pending cancel: over HTTP alone, a fresh job's claim races the cancel (the worker takes it
 within a second or two). A job backing off after a rate limit is Pending until its `dispatchAt`,
@@ -26,7 +26,9 @@ import pytest
 
 from infra.names import API, JOBS_DLQ, JOBS_QUEUE, OUTBOX, FunctionName
 from outlast.local.stack import state_path
-from tests.e2e.conftest import E2E_CONTEXT
+from outlast.operator.targets import local_target
+from shared.payload_reads import input_of
+from tests.e2e.conftest import E2E_CONTEXT, stop_without_denials
 from tests.support.local_stack import (
     PROJECT_ROOT,
     Answer,
@@ -38,6 +40,7 @@ from tests.support.local_stack import (
     assert_unchanged,
     descendants,
     function_processes,
+    new_key,
     port_of,
     request_hash,
     start_stack,
@@ -61,7 +64,7 @@ PROVIDER_TIMEOUT_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
-def settings_stack() -> Iterator[RunningStack]:
+def settings_stack(request: pytest.FixtureRequest) -> Iterator[RunningStack]:
     running = start_stack(
         PROJECT_ROOT / "cdk.out.e2e-settings",
         SETTINGS_CONTEXT,
@@ -75,8 +78,7 @@ def settings_stack() -> Iterator[RunningStack]:
         ],
     )
     yield running
-    if running.process.poll() is None:
-        stop_stack(running)
+    stop_without_denials(request, running, "the settings stack")
 
 
 def _summarize(text: str) -> dict[str, Any]:
@@ -157,15 +159,19 @@ def test_retry_after_follows_poll_after_seconds(stack: RunningStack, settings_st
 # --- the submit rate ----------------------------------------------------------------------------
 
 
-def _burst(stack: RunningStack, count: int) -> tuple[str, list[Answer]]:
-    """`count` submits of one new owner inside one calendar minute (the counter's window)."""
+def _burst(stack: RunningStack, count: int, keys: list[str] | None = None) -> tuple[str, list[Answer]]:
+    """`count` submits of one new owner inside one calendar minute (the counter's window), with
+    the given Idempotency-Keys (fresh ones by default)."""
     for _ in range(3):
         now = datetime.now(UTC)
         if now.second >= 50:  # too close to the next window: start in it instead
             time.sleep(60.5 - now.second - now.microsecond / 1e6)
         minute = datetime.now(UTC).replace(second=0, microsecond=0)
         token = stack.token(unique("settings-rate"))
-        answers = [stack.submit(token, _summarize(unique("rate"))) for _ in range(count)]
+        answers = [
+            stack.submit(token, _summarize(unique("rate")), key=keys[n] if keys else None)
+            for n in range(count)
+        ]
         if datetime.now(UTC).replace(second=0, microsecond=0) == minute:
             return token, answers
     raise AssertionError("could not keep a burst of submits inside one minute")
@@ -182,6 +188,32 @@ def test_over_submits_per_minute_is_429_with_retry_after(settings_stack: Running
     # Another owner has a budget of its own.
     other = settings_stack.submit(settings_stack.token(unique("settings-rate")), _summarize(unique("rate")))
     assert other.status == 202
+
+
+def test_a_submit_refused_at_the_rate_limit_leaves_no_claim_behind_and_its_retry_starts_fresh(
+    settings_stack: RunningStack,
+) -> None:
+    """A 429 deletes the submit's own idempotency claim (a conditional DeleteItem): retried with
+    the same key in the same minute it is refused again, not replayed; once the minute is over the
+    retry is a new submit, 202 and no replay of anything."""
+    # Given a full minute, and one more submit refused with its key
+    keys = [new_key() for _ in range(SUBMITS_PER_MINUTE + 1)]
+    token, answers = _burst(settings_stack, SUBMITS_PER_MINUTE + 1, keys)
+    assert_problem(answers[-1], 429, "rate_limited")
+
+    # When the refused submit is retried with its key until the owner's minute is over
+    deadline = time.monotonic() + 75
+    while True:
+        retry = settings_stack.submit(token, _summarize(unique("rate")), key=keys[-1])
+        if retry.status != 429 or time.monotonic() > deadline:
+            break
+        assert_problem(retry, 429, "rate_limited")
+        time.sleep(1)
+
+    # Then it is accepted as a submit of its own: nothing of the refused one was left to replay
+    assert retry.status == 202, retry.raw
+    assert "idempotent-replayed" not in retry.headers
+    assert retry.body["jobId"] not in {a.body["jobId"] for a in answers[:-1]}
 
 
 # --- maxAttempts and a Pending cancel --------------------------------------------------------------
@@ -309,6 +341,43 @@ def test_after_a_worker_crash_the_sweeper_reruns_one_job_and_finishes_a_cancel(
     assert document["status"] == "Succeeded", document
     assert document["attempts"] == 2
     assert settings_stack.call("GET", f"/v1/jobs/{rerun}/result", token=token).status == 200
+
+
+def test_a_job_that_crashes_every_worker_fails_and_keeps_its_input_for_a_redrive(
+    settings_stack: RunningStack,
+) -> None:
+    """The sweeper fails a job that crashed maxCrashes (2) workers it ran alone on. Its small input
+    rides in the job item, which the terminal write clears, so the sweeper first copies it to an
+    item of its own for an operator's redrive (a PutItem on the jobs table) and records where."""
+    token = settings_stack.token(unique("settings-crashes"))
+    text = f"{unique('crashes')}. [[delay:6]]"
+    job_id = settings_stack.submit(token, _summarize(text)).body["jobId"]
+
+    # When every worker that runs it is killed mid-call (once per claim)
+    killed: set[int] = set()
+    deadline = time.monotonic() + 180
+    while (document := settings_stack.call("GET", f"/v1/jobs/{job_id}", token=token).body)["status"] not in {
+        "Succeeded",
+        "Failed",
+        "Canceled",
+    }:
+        assert time.monotonic() < deadline, f"still {document['status']} after {len(killed)} crashes"
+        if document["status"] == "Running" and document["attempts"] not in killed:
+            killed.add(document["attempts"])
+            for pid in function_processes(settings_stack, FunctionName.WORKER.handler):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+
+    # Then it failed for the crashes, and its input was kept where a redrive finds it
+    assert document["status"] == "Failed", document
+    assert document["error"]["code"] == "worker_crashed", document
+    target = local_target(settings_stack.port)
+    job = target.repository.get_job(job_id)
+    assert job is not None
+    assert job.input_location == "item"
+    kept = input_of(job, target.payloads)
+    assert kept is not None
+    assert kept.text == text
 
 
 # --- a clean stop (keep last: it stops the module's stack) ------------------------------------------

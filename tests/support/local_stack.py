@@ -24,6 +24,7 @@ from joserfc.jwk import RSAKey
 from moto.utilities.utils import load_resource
 
 from outlast.commands.local import issue_token, local_client
+from outlast.local.iam.denials import Denial, DenialLog
 from outlast.local.model_server import messages_hash
 from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import read_state
@@ -179,6 +180,10 @@ class RunningStack:
             if len(calls) >= at_least or time.monotonic() > deadline:
                 return calls
             time.sleep(0.1)
+
+    def denials(self) -> list[Denial]:
+        """Every call local mode denied so far (a function's role did not allow it)."""
+        return DenialLog(Path(self.state["iam"]["denials"])).read()
 
     def template(self) -> dict[str, Any]:
         """The synthesized CloudFormation template this stack was built from."""

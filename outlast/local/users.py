@@ -7,6 +7,8 @@ know, and signed in with admin auth; moto then issues the tokens, as Cognito wou
 
 from __future__ import annotations
 
+import base64
+import json
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -34,4 +36,18 @@ def sign_in(cognito: Any, pool_id: str, client_id: str, user: str, tenant: str |
         AuthParameters={"USERNAME": user, "PASSWORD": password},
     )
     authentication: dict[str, Any] = result["AuthenticationResult"]
+    return authentication
+
+
+def refresh(cognito: Any, client_id: str, refresh_token: str) -> dict[str, Any]:
+    """A new ID token for a refresh token issued to `client_id` (ValueError for another client's:
+    moto, unlike Cognito, does not check)."""
+    result = cognito.initiate_auth(
+        ClientId=client_id, AuthFlow="REFRESH_TOKEN_AUTH", AuthParameters={"REFRESH_TOKEN": refresh_token}
+    )
+    authentication: dict[str, Any] = result["AuthenticationResult"]
+    payload = str(authentication["IdToken"]).split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    if claims.get("aud") != client_id:
+        raise ValueError("the refresh token belongs to another client")
     return authentication

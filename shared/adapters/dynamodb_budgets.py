@@ -273,7 +273,7 @@ class DynamoBudgetLedger:
                 request = response.get("UnprocessedKeys") or None
         return found
 
-    # --- operators (outlast budgets set | show) ----------------------------------------------
+    # --- operators (outlast ops budgets set | show) ----------------------------------------------
 
     def set_limit(self, tenant: str, monthly_tokens: int, now: datetime) -> None:
         """The tenant's own limit from now on (0: no limit, whatever the stage default)."""

@@ -234,14 +234,14 @@ def test_the_cli_follows_the_socket(
     monkeypatch.setenv("OUTLAST_TOKEN", token)
     text = unique("the command line waits") + " [[delay:1]]"
 
-    code, out, err = run(capsys, "submit", "summarize", "--text", text, "--wait", "--api-url", stack.url)
+    code, out, err = run("submit", "summarize", "--text", text, "--wait", "--api-url", stack.url)
 
     assert code == 0, err
     assert out.strip()
     assert "polling" not in err, err
     job_id = next(line.split()[1] for line in err.splitlines() if line.startswith("job ") and "(" in line)
 
-    code, out, err = run(capsys, "watch", job_id, "--json", "--api-url", stack.url)
+    code, out, err = run("watch", job_id, "--json", "--api-url", stack.url)
 
     assert code == 0, err
     (document,) = [json.loads(line) for line in out.splitlines()]  # it ended already: the truth, once

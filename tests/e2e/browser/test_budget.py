@@ -27,7 +27,7 @@ def test_the_header_shows_the_budget_left_and_follows_a_job_to_its_settlement(
     # Given a tenant whose operator gave it a monthly limit of its own
     tenant = f"web-budget-{uuid.uuid4().hex[:8]}"
     code, _out, err = run(
-        capsys,
+        "ops",
         "budgets",
         "set",
         "--tenant",

@@ -40,6 +40,12 @@ Reply = tuple[int, dict[str, str], Any]
 # A scripted answer: a reply, "drop" (the request arrives, no answer leaves) or "answer" (as usual).
 Fault = Reply | Literal["drop", "answer"]
 UNAUTHORIZED: Reply = (401, {}, {"message": "Unauthorized"})
+# How a submitted job's reads go, by its input text (anything else: Pending, Running, Succeeded).
+SCRIPTS = {
+    "fail": ["Pending", "Running", "Failed"],
+    "cancel": ["Pending", "Canceled"],
+    "slow": ["Pending", "Running"],  # never ends
+}
 BUDGET = {
     "period": "2024-05",
     "limitTokens": 1_000_000,
@@ -179,11 +185,7 @@ class FakeApi:
                 return problem(409, "idempotency_key_reused", "Idempotency key reused", "Another request.")
             headers["Idempotent-Replayed"] = "true"
         else:
-            script = [
-                "Pending",
-                "Running",
-                "Failed" if request.body["input"]["text"] == "fail" else "Succeeded",
-            ]
+            script = SCRIPTS.get(request.body["input"]["text"], ["Pending", "Running", "Succeeded"])
             job_id = self.add_job(*script)
             self.keys[key] = (job_id, request.body)
         headers["Location"] = f"/v1/jobs/{job_id}"

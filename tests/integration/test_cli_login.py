@@ -115,7 +115,7 @@ class _Server(ThreadingHTTPServer):
 
 
 @pytest.fixture
-def server() -> Iterator[SignInServer]:
+def signin_server() -> Iterator[SignInServer]:
     pool = FakePool()
     authorization = LocalAuthorizationServer(
         (PublicClient(CLIENT_ID, CALLBACK_URLS),), pool.sign_in, pool.refresh
@@ -135,13 +135,13 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Browser:
     return person
 
 
-def test_login_signs_in_through_the_browser_and_keeps_the_sign_in_owner_only(server, browser):
-    code, out, err = run(*server.login_args())
+def test_login_signs_in_through_the_browser_and_keeps_the_sign_in_owner_only(signin_server, browser):
+    code, out, err = run(*signin_server.login_args())
 
     assert code == ExitCode.OK, err
     assert browser.done.wait(10)
     assert browser.callback_statuses == [200]
-    assert f"signed in as alice, tenant acme, to {server.url} (profile default)" in out
+    assert f"signed in as alice, tenant acme, to {signin_server.url} (profile default)" in out
     assert "/oauth2/authorize?" in err  # the URL is shown too, for a browser elsewhere
     credentials = config_dir() / "credentials" / "default.json"
     assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
@@ -152,11 +152,11 @@ def test_login_signs_in_through_the_browser_and_keeps_the_sign_in_owner_only(ser
     assert load_profile("default") is not None
 
 
-def test_the_redirect_uri_is_a_registered_loopback_port_and_carries_the_state(server, browser):
+def test_the_redirect_uri_is_a_registered_loopback_port_and_carries_the_state(signin_server, browser):
     seen: list[str] = []
     browser.before_callback = seen.append
 
-    assert run(*server.login_args())[0] == ExitCode.OK
+    assert run(*signin_server.login_args())[0] == ExitCode.OK
 
     (callback,) = seen
     parts = urllib.parse.urlsplit(callback)
@@ -165,7 +165,7 @@ def test_the_redirect_uri_is_a_registered_loopback_port_and_carries_the_state(se
     assert set(urllib.parse.parse_qs(parts.query)) == {"code", "state"}
 
 
-def test_a_redirect_with_another_state_is_refused_and_the_sign_in_goes_on(server, browser):
+def test_a_redirect_with_another_state_is_refused_and_the_sign_in_goes_on(signin_server, browser):
     forged: list[int] = []
 
     def forge_first(callback: str) -> None:
@@ -179,14 +179,14 @@ def test_a_redirect_with_another_state_is_refused_and_the_sign_in_goes_on(server
 
     browser.before_callback = forge_first
 
-    code, _, err = run(*server.login_args())
+    code, _, err = run(*signin_server.login_args())
 
     assert code == ExitCode.OK, err
     assert forged == [400]
     assert browser.callback_statuses == [200]
 
 
-def test_a_refused_sign_in_exits_2_and_keeps_nothing(server, browser):
+def test_a_refused_sign_in_exits_2_and_keeps_nothing(signin_server, browser):
     def refuse(callback: str) -> None:
         state = urllib.parse.parse_qs(urllib.parse.urlsplit(callback).query)["state"][0]
         # The person pressed "cancel": the authorization server sends the error back instead.
@@ -200,14 +200,14 @@ def test_a_refused_sign_in_exits_2_and_keeps_nothing(server, browser):
 
     browser.before_callback = refuse
 
-    code, _, err = run(*server.login_args())
+    code, _, err = run(*signin_server.login_args())
 
     assert code == ExitCode.ERROR
     assert "refused (access_denied)" in err
     assert default_store().load("default") is None
 
 
-def test_login_with_every_registered_port_taken_says_so(server, browser):
+def test_login_with_every_registered_port_taken_says_so(signin_server, browser):
     with ExitStack() as held:
         for port in CALLBACK_PORTS:
             probe = held.enter_context(socket.socket())
@@ -219,7 +219,7 @@ def test_login_with_every_registered_port_taken_says_so(server, browser):
             except OSError:
                 continue  # already taken by someone else: taken all the same
 
-        code, _, err = run(*server.login_args())
+        code, _, err = run(*signin_server.login_args())
 
     assert code == ExitCode.ERROR
     assert "every port registered for the sign-in redirect is in use" in err
@@ -232,25 +232,25 @@ def test_login_without_a_profile_or_a_stage_says_how_to_name_one():
     assert "--outputs" in err
 
 
-def test_an_expired_id_token_is_refreshed_without_a_prompt(server):
+def test_an_expired_id_token_is_refreshed_without_a_prompt(signin_server):
     store = default_store()
     expired = jwt({"sub": "sub-alice", "exp": int(time.time()) - 5})
-    store.save("default", Credentials(expired, "r-alice", server.url, CLIENT_ID))
+    store.save("default", Credentials(expired, "r-alice", signin_server.url, CLIENT_ID))
 
     token = StoredToken("default", store)()
 
     assert token != expired
     assert expires_at(token) > time.time()
-    assert server.pool.refreshed == ["r-alice"]
+    assert signin_server.pool.refreshed == ["r-alice"]
     saved = store.load("default")
     assert saved is not None
     assert saved.id_token == token  # kept: the next command does not refresh again
     assert StoredToken("default", store)() == token
-    assert server.pool.refreshed == ["r-alice"]
+    assert signin_server.pool.refreshed == ["r-alice"]
 
 
-def test_logout_revokes_the_refresh_token_and_forgets_it(server, browser):
-    assert run(*server.login_args())[0] == ExitCode.OK
+def test_logout_revokes_the_refresh_token_and_forgets_it(signin_server, browser):
+    assert run(*signin_server.login_args())[0] == ExitCode.OK
 
     code, out, _ = run("logout")
 
@@ -258,15 +258,15 @@ def test_logout_revokes_the_refresh_token_and_forgets_it(server, browser):
     assert "signed out (profile default): the refresh token is revoked" in out
     assert default_store().load("default") is None
     with pytest.raises(OAuthError, match="invalid_grant"):
-        AuthServer(server.url, CLIENT_ID).refresh("r-alice")
+        AuthServer(signin_server.url, CLIENT_ID).refresh("r-alice")
     with pytest.raises(NotSignedInError, match="outlast login"):
         StoredToken("default", default_store())()
     assert run("logout") == (ExitCode.OK, "not signed in (profile default)\n", "")
 
 
-def test_a_revoked_sign_in_asks_for_a_new_login(server):
+def test_a_revoked_sign_in_asks_for_a_new_login(signin_server):
     store = default_store()
-    store.save("default", Credentials(jwt({"exp": 1}), "not-a-refresh-token", server.url, CLIENT_ID))
+    store.save("default", Credentials(jwt({"exp": 1}), "not-a-refresh-token", signin_server.url, CLIENT_ID))
 
     with pytest.raises(NotSignedInError, match="has ended"):
         StoredToken("default", store)()

@@ -9,6 +9,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 from outlast.auth.oauth import AuthServer, OAuthError
 from outlast.auth.store import Credentials, CredentialStore
@@ -22,14 +23,22 @@ class NotSignedInError(Exception):
     """No token: neither the variable nor a signed-in profile (or its sign-in ended)."""
 
 
-def expires_at(id_token: str) -> float:
-    """The token's `exp` (epoch seconds), read without verifying: only to know when to refresh
-    (the API verifies it). A token we cannot read counts as expired."""
+def unverified_claims(token: str) -> dict[str, Any]:
+    """A JWT's claims, read without verifying the signature: only to know when it expires and
+    whom it names (the API verifies every token it is sent). {} when it is not a JWT."""
     try:
-        payload = id_token.split(".")[1]
+        payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return float(claims["exp"])
-    except (IndexError, ValueError, KeyError, TypeError, binascii.Error):
+    except (IndexError, ValueError, binascii.Error):
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+def expires_at(id_token: str) -> float:
+    """The token's `exp` (epoch seconds); a token we cannot read counts as expired."""
+    try:
+        return float(unverified_claims(id_token)["exp"])
+    except (KeyError, TypeError, ValueError):
         return 0.0
 
 

@@ -8,12 +8,8 @@ token (`/oauth2/revoke`), then forget the tokens.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import webbrowser
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -30,6 +26,7 @@ from outlast.auth.profiles import (
     save_profile,
 )
 from outlast.auth.store import Credentials, default_store
+from outlast.auth.tokens import unverified_claims
 from outlast.cli.checkout import use_checkout
 from outlast.cli.console import Console
 from outlast.cli.errors import CliError, ExitCode
@@ -38,16 +35,6 @@ from outlast.cli.session import guarded
 
 SECTION = "ACCOUNT COMMANDS"
 DEFAULT_LOCAL_PORT = 8000
-
-
-def _claims(id_token: str) -> dict[str, Any]:
-    """The ID token's claims, unverified: only to say who signed in (the API verifies tokens)."""
-    try:
-        payload = id_token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except (IndexError, ValueError, binascii.Error):
-        return {}
-    return claims if isinstance(claims, dict) else {}
 
 
 def _profile(
@@ -175,7 +162,7 @@ def login(
     store = default_store()
     store.save(name, Credentials(tokens.id_token, tokens.refresh_token, stage.auth_url, stage.client_id))
     save_profile(stage)
-    claims = _claims(tokens.id_token)
+    claims = unverified_claims(tokens.id_token)
     who = claims.get("cognito:username") or claims.get("sub") or "?"
     tenant = claims.get("custom:tenant") or f"user:{claims.get('sub', '?')} (your own)"
     console.line(f"signed in as {who}, tenant {tenant}, to {stage.api_url} (profile {name})")

@@ -7,10 +7,10 @@ know, and signed in with admin auth; moto then issues the tokens, as Cognito wou
 
 from __future__ import annotations
 
-import base64
-import json
 import secrets
 from typing import TYPE_CHECKING, Any
+
+from outlast.auth.tokens import unverified_claims
 
 if TYPE_CHECKING:
     from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
@@ -46,8 +46,6 @@ def refresh(cognito: Any, client_id: str, refresh_token: str) -> dict[str, Any]:
         ClientId=client_id, AuthFlow="REFRESH_TOKEN_AUTH", AuthParameters={"REFRESH_TOKEN": refresh_token}
     )
     authentication: dict[str, Any] = result["AuthenticationResult"]
-    payload = str(authentication["IdToken"]).split(".")[1]
-    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    if claims.get("aud") != client_id:
+    if unverified_claims(str(authentication["IdToken"])).get("aud") != client_id:
         raise ValueError("the refresh token belongs to another client")
     return authentication

@@ -12,23 +12,17 @@ import webbrowser
 import pytest
 
 from outlast.auth.store import default_store
-from outlast.auth.tokens import expires_at
+from outlast.auth.tokens import expires_at, unverified_claims
 from outlast.cli.errors import ExitCode
 from tests.support.cli import run
 from tests.support.local_stack import RunningStack
 from tests.support.signin import Browser
 
 
-def _claims(token: str) -> dict[str, object]:
-    payload = token.split(".")[1]
-    claims: dict[str, object] = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    return claims
-
-
 def _expired_copy(token: str) -> str:
     """The same token with `exp` in the past (its signature no longer matches: the API would refuse it)."""
     header, _, signature = token.split(".")
-    claims = {**_claims(token), "exp": int(time.time()) - 60}
+    claims = {**unverified_claims(token), "exp": int(time.time()) - 60}
     payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
     return f"{header}.{payload}.{signature}"
 
@@ -50,7 +44,7 @@ def test_a_new_user_signs_in_submits_and_waits_without_a_token_variable(
     signed_in = default_store().load("default")
     assert signed_in is not None
     assert signed_in.client_id == stack.state["cliClientId"]
-    assert _claims(signed_in.id_token)["aud"] == stack.state["cliClientId"]
+    assert unverified_claims(signed_in.id_token)["aud"] == stack.state["cliClientId"]
 
     # When they submit and wait, with nothing but the sign-in
     code, out, err = run("submit", "summarize", "--text", "A short report. Revenue rose.", "--wait")
@@ -86,4 +80,4 @@ def test_local_token_prints_one_id_token_for_scripts(stack: RunningStack) -> Non
 
     assert code == ExitCode.OK
     (token,) = out.split()
-    assert _claims(token)["cognito:username"] == "login-e2e-bob"
+    assert unverified_claims(token)["cognito:username"] == "login-e2e-bob"

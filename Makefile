@@ -92,9 +92,10 @@ fmt: $(STAMP) ## Format and autofix with ruff
 	$(BIN)/ruff check --fix .
 
 .PHONY: openapi
-openapi: $(STAMP) $(NODE_STAMP) ## Regenerate docs/openapi.json from the code, and the console's types from it
+openapi: $(STAMP) $(NODE_STAMP) ## Regenerate docs/openapi.json from the code, and the console's and the client's types from it
 	$(BIN)/python -m outlast.openapi > docs/openapi.json
 	node_modules/.bin/openapi-typescript docs/openapi.json -o web/src/api/schema.d.ts
+	$(BIN)/python -m outlast.openapi --client-models docs/openapi.json outlast/api/models.py
 
 # --- the web console (web/) ----------------------------------------------------------------------
 .PHONY: console

@@ -155,7 +155,7 @@ class StageConfig(BaseModel):
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="allowedModels", min_length=1)
     openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
     # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own
-    # (`outlast budgets set`); 0: no limit, and no budget writes for them.
+    # (`outlast ops budgets set`); 0: no limit, and no budget writes for them.
     default_monthly_tokens: int = Field(default=0, alias="defaultMonthlyTokens", ge=0)
 
     # The worker.

@@ -4,7 +4,7 @@
   universally (any OS and machine) for the runtime's Python and newer. `make install` installs it
   into .venv with `pip --require-hashes`.
 - `layer-<name>.txt`, one per layer (infra.packaging.LAYERS): the layer's direct dependencies,
-  as pyproject.toml's [project].dependencies spells them, resolved for the Lambda platform
+  as pyproject.toml's `functions` extra spells them, resolved for the Lambda platform
   (aarch64 manylinux2014, the runtime's Python) with dev.txt as constraints, so the functions in
   AWS import the versions the tests ran; without what the runtime provides (boto3 and its
   closure). `make layers` installs it with `pip --require-hashes --no-deps`.

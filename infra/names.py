@@ -31,6 +31,7 @@ PACKAGING = "Packaging"
 # Constructs inside the capabilities that local mode and tests look up.
 USER_POOL = "UserPool"
 USER_POOL_CLIENT = "Client"
+CLI_CLIENT = "CliClient"  # the command line's public app client (outlast login); local mode finds it by this
 JOBS_TABLE = "JobsTable"
 IDEMPOTENCY_TABLE = "IdempotencyTable"
 PAYLOAD_BUCKET = "PayloadBucket"
@@ -163,6 +164,9 @@ class Output(StrEnum):
     WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
     BUDGETS_TABLE_NAME = "BudgetsTableName"
     DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
+    DISPATCH_GRACE_SECONDS = "DispatchGraceSeconds"
+    MAX_CRASHES = "MaxCrashes"
+    CLI_CLIENT_ID = "CliClientId"
     CONSOLE_URL = "ConsoleUrl"
     CONSOLE_CLIENT_ID = "ConsoleClientId"
     AUTH_DOMAIN_URL = "AuthDomainUrl"

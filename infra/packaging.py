@@ -7,7 +7,7 @@
   openai; the worker layer is the same plus openai; the ingest layer is the same plus the
   document parsers, pypdf and defusedxml), installed from their lock files,
   `requirements/layer-<name>.txt` (`make lock`: uv resolves them for the Lambda platform from
-  pyproject.toml's [project].dependencies, constrained to the dev lock's pins, with every
+  pyproject.toml's `functions` extra, constrained to the dev lock's pins, with every
   distribution's hash). pip installs exactly those wheels (`--require-hashes --no-deps
   --only-binary=:all: --platform manylinux2014_aarch64 --python-version <runtime>`), then the
   layer is compiled and zipped into `build/layers/<name>-<key>.zip`, where the key hashes the lock
@@ -153,10 +153,14 @@ def distribution_name(requirement: str) -> str:
     return normalize(match.group(1))
 
 
+# The extra that lists the functions' runtime libraries ([project].dependencies is the client's).
+FUNCTIONS_EXTRA = "functions"
+
+
 def project_dependencies(pyproject: Path = PROJECT_ROOT / "pyproject.toml") -> tuple[str, ...]:
-    """[project].dependencies of pyproject.toml, as written there."""
+    """The functions' libraries: the `functions` extra of pyproject.toml, as written there."""
     with pyproject.open("rb") as handle:
-        return tuple(tomllib.load(handle)["project"]["dependencies"])
+        return tuple(tomllib.load(handle)["project"]["optional-dependencies"][FUNCTIONS_EXTRA])
 
 
 def requirements_for(spec: LayerSpec, dependencies: Iterable[str]) -> tuple[str, ...]:

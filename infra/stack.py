@@ -140,10 +140,14 @@ class OutlastStack(Stack):
                 "The console's public app client (authorization code + PKCE, managed login)",
             ),
             Output.AUTH_DOMAIN_URL: (console.domain.base_url(), "The user pool domain (managed login)"),
+            Output.CLI_CLIENT_ID: (
+                auth.cli_client.user_pool_client_id,
+                "The command line's public app client: `outlast login --outputs FILE` reads it",
+            ),
             Output.JOBS_QUEUE_URL: (outbox.jobs_queue.queue_url, "Jobs queue (the worker's trigger)"),
             Output.DLQ_URL: (
                 outbox.dead_letter_queue.queue_url,
-                "Jobs DLQ: `outlast dlq list` / `dlq redrive`",
+                "Jobs DLQ: `outlast ops dlq list` / `ops dlq redrive`",
             ),
             Output.ISOLATION_QUEUE_URL: (
                 outbox.isolation_queue.queue_url,
@@ -151,7 +155,7 @@ class OutlastStack(Stack):
             ),
             Output.ISOLATION_DLQ_URL: (
                 outbox.isolation_dead_letter_queue.queue_url,
-                "Isolation DLQ: `outlast dlq list --queue isolation`",
+                "Isolation DLQ: `outlast ops dlq list --queue isolation`",
             ),
             Output.JOBS_TABLE_NAME: (storage.jobs_table.table_name, "Jobs table (jobs, inputs, results)"),
             Output.IDEMPOTENCY_TABLE_NAME: (
@@ -165,20 +169,28 @@ class OutlastStack(Stack):
             ),
             Output.WEBHOOKS_TABLE_NAME: (
                 webhooks.table.table_name,
-                "Webhook endpoints (with their signing secrets) and delivery records: `outlast webhooks`",
+                "Webhook endpoints (with their signing secrets) and delivery records: `outlast ops webhooks`",
             ),
             Output.WEBHOOKS_QUEUE_URL: (webhooks.queue.queue_url, "Webhooks queue (the sender's trigger)"),
             Output.WEBHOOKS_DLQ_URL: (
                 webhooks.dead_letter_queue.queue_url,
-                "Webhooks DLQ: `outlast webhooks deliveries`, `webhooks redrive`",
+                "Webhooks DLQ: `outlast ops webhooks deliveries`, `ops webhooks redrive`",
             ),
             Output.BUDGETS_TABLE_NAME: (
                 budgets.table.table_name,
-                "Token budgets: tenants' limits, monthly counters, open reservations (`outlast budgets`)",
+                "Token budgets: tenants' limits, monthly counters, open reservations (`outlast ops budgets`)",
             ),
             Output.DEFAULT_MONTHLY_TOKENS: (
                 str(config.default_monthly_tokens),
                 "The stage's monthly token limit for tenants without their own (0: no limit)",
+            ),
+            Output.DISPATCH_GRACE_SECONDS: (
+                str(config.dispatch_grace_seconds),
+                "When the sweeper re-sends a dispatched job whose message was lost (`outlast ops` reads it)",
+            ),
+            Output.MAX_CRASHES: (
+                str(config.max_crashes),
+                "Solo claims that crashed a worker before the job fails worker_crashed (`outlast ops`)",
             ),
             Output.OPENAI_SECRET_ARN: (
                 worker.openai_secret.secret_arn,

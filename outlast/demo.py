@@ -14,9 +14,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from outlast.client import OutlastClient, StatusDocument, SubmitRequest
-from outlast.commands.local import issue_token
+from outlast.api.http import HttpApi, JsonObject
 from outlast.documents import long_document
+from outlast.local.access import issue_token
 from outlast.local.stack import LocalOptions, LocalStack
 
 TERMINAL = {"Succeeded", "Failed", "Canceled"}
@@ -28,7 +28,7 @@ class DemoJob:
     """One job of the demo and what it shows."""
 
     title: str
-    request: SubmitRequest
+    request: JsonObject
     cancel_when_running: bool = False
 
 
@@ -89,12 +89,12 @@ def _say(line: str) -> None:
     print(line, flush=True)  # noqa: T201 - the demo's output is the point
 
 
-def run(client: OutlastClient) -> int:
+def run(client: HttpApi) -> int:
     """Submit every demo job, follow them to a terminal state, print what happened."""
     ids: dict[str, DemoJob] = {}
     for job in JOBS:
         answer = client.submit(job.request, idempotency_key=str(uuid.uuid4()))
-        ids[answer.document["jobId"]] = job
+        ids[answer.body["jobId"]] = job
         _say(f"submitted  {job.title:<24} -> {answer.status} {answer.location}")
     _say("")
     seen: dict[str, str] = {}
@@ -106,7 +106,7 @@ def run(client: OutlastClient) -> int:
             if seen.get(job_id) in TERMINAL:
                 continue
             answer = client.get_job(job_id)
-            document = answer.document
+            document = answer.body
             pause = max(1, min(pause, answer.retry_after or pause))
             state = _state(document)
             if state != seen.get(job_id):
@@ -115,24 +115,24 @@ def run(client: OutlastClient) -> int:
             if job.cancel_when_running and document["status"] == "Running" and job_id not in canceled:
                 cancel = client.cancel(job_id)
                 canceled.add(job_id)
-                _say(f"{job.title:<24} cancel -> {cancel.status} {cancel.document['status']}")
+                _say(f"{job.title:<24} cancel -> {cancel.status} {cancel.body['status']}")
         time.sleep(pause)  # the server's Retry-After (2 s by default)
     _say("")
     return _report(client, ids)
 
 
-def _state(document: StatusDocument) -> str:
+def _state(document: JsonObject) -> str:
     """The status, with a multi-step job's progress (`Running, steps 12/53`); plain when terminal."""
     progress = document.get("progress")
     if document["status"] in TERMINAL or not progress or progress["totalSteps"] <= 1:
-        return document["status"]
+        return str(document["status"])
     return f"{document['status']}, steps {progress['completedSteps']}/{progress['totalSteps']}"
 
 
-def _report(client: OutlastClient, ids: dict[str, DemoJob]) -> int:
+def _report(client: HttpApi, ids: dict[str, DemoJob]) -> int:
     unfinished = 0
     for job_id, job in ids.items():
-        document = client.get_job(job_id).document
+        document = client.get_job(job_id).body
         status = document["status"]
         if status not in TERMINAL:
             unfinished += 1
@@ -143,7 +143,7 @@ def _report(client: OutlastClient, ids: dict[str, DemoJob]) -> int:
         if document["error"]:
             line += f"  error={document['error']['code']}"
         if status == "Succeeded":
-            result = client.get_result(job_id).document
+            result = client.get_result(job_id).body
             line += f"  output={result['output'][:70]!r}"
         _say(line)
     return 1 if unfinished else 0
@@ -167,7 +167,7 @@ def main() -> int:
         stack.start()
         state = stack.describe()
         _say(f"ready: {state['apiUrl']}\n")
-        client = OutlastClient(state["apiUrl"], issue_token(state, "demo-user", "demo-tenant"))
+        client = HttpApi(state["apiUrl"], issue_token(state, "demo-user", "demo-tenant"))
         unfinished = run(client)
         return _report_denials(stack) or unfinished
     finally:

@@ -186,7 +186,7 @@ def _arguments(argv: list[str] | None) -> tuple[int, LongRun]:
 
 def main(argv: list[str] | None = None) -> int:
     """Attach to (or start) the local stack, fuzz it, print the summary; exit 0 when nothing failed."""
-    from outlast.commands.local import issue_token  # noqa: PLC0415
+    from outlast.local.access import issue_token  # noqa: PLC0415
     from outlast.local.stack import LocalOptions, LocalStack, read_state  # noqa: PLC0415
 
     port, plan = _arguments(argv)

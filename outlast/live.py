@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Self, cast
+from typing import Any, NamedTuple, Self
 
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from outlast.client import (
+from outlast.api.http import (
     ApiError,
-    OutlastClient,
-    StatusDocument,
+    HttpApi,
+    JsonObject,
     TransportError,
     UnexpectedAnswerError,
+    parse_document,
 )
+from outlast.api.models import StatusDocument
 
 PING_INTERVAL_SECONDS = 300.0
 OPEN_TIMEOUT_SECONDS = 10.0
@@ -35,6 +37,13 @@ PING = json.dumps({"action": "ping"})
 
 class LiveUpdatesError(Exception):
     """The socket could not be opened or was lost; polling still works."""
+
+
+class Update(NamedTuple):
+    """One pushed status document: as sent, and as the contract's model."""
+
+    body: JsonObject
+    document: StatusDocument
 
 
 class LiveUpdates:
@@ -76,7 +85,7 @@ class LiveUpdates:
         """True near the 2-hour limit: take a new ticket and reconnect."""
         return time.monotonic() - self._opened >= RENEW_AFTER_SECONDS
 
-    def next_update(self, timeout: float) -> StatusDocument | None:
+    def next_update(self, timeout: float) -> Update | None:
         """The next pushed status document within `timeout` seconds, else None (pongs are skipped)."""
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
@@ -90,9 +99,9 @@ class LiveUpdates:
                 continue
             except (WebSocketException, OSError) as error:
                 raise LiveUpdatesError(f"the WebSocket closed ({type(error).__name__})") from None
-            document = _job_document(frame)
-            if document is not None:
-                return document
+            update = job_update(frame)
+            if update is not None:
+                return update
 
     def ping(self) -> None:
         """Send `{"action": "ping"}` (the API answers with `{"type": "pong"}`)."""
@@ -114,24 +123,25 @@ class LiveUpdates:
             return
 
 
-def _job_document(frame: str | bytes) -> StatusDocument | None:
+def job_update(frame: str | bytes) -> Update | None:
+    """A `{"type": "job", "job": <status document>}` frame's update; None for anything else."""
     try:
         message: Any = json.loads(frame)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(message, dict) or message.get("type") != "job":
-        return None
-    job = message.get("job")
     if (
-        not isinstance(job, dict)
-        or not isinstance(job.get("jobId"), str)
-        or not isinstance(job.get("status"), str)
+        not isinstance(message, dict)
+        or message.get("type") != "job"
+        or not isinstance(message.get("job"), dict)
     ):
         return None
-    return cast(StatusDocument, job)
+    try:
+        return Update(message["job"], parse_document(StatusDocument, message["job"]))
+    except UnexpectedAnswerError:
+        return None  # the socket is only the fast path: a frame we cannot read is skipped
 
 
-def open_live(client: OutlastClient) -> LiveUpdates:
+def open_live(client: HttpApi) -> LiveUpdates:
     """Take a ticket and connect with it; LiveUpdatesError when either fails (the caller polls)."""
     try:
         ticket = client.create_ticket()
@@ -139,4 +149,4 @@ def open_live(client: OutlastClient) -> LiveUpdates:
         raise LiveUpdatesError(f"no ticket (HTTP {error.status})") from None
     except (TransportError, UnexpectedAnswerError) as error:
         raise LiveUpdatesError(f"no ticket ({error})") from None
-    return LiveUpdates.open(ticket.document["url"])
+    return LiveUpdates.open(ticket.document.url)

@@ -1,9 +1,13 @@
-"""The OpenAPI document of the HTTP API, generated from the route code (`make openapi`)."""
+"""The OpenAPI document of the HTTP API, generated from the route code, and the client's models
+generated from that document (`make openapi` runs both; tests/contract checks both for drift)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 TITLE = "outlast"
@@ -63,8 +67,42 @@ def render() -> str:
     return json.dumps(build_document(), indent=2, sort_keys=True) + "\n"
 
 
-def main() -> None:
-    """Print the document (make openapi redirects it into docs/openapi.json)."""
+# The client's documents: pydantic models with snake_case fields (camelCase aliases), the closed
+# sets as Literals, no timestamp, formatted by ruff: one run always writes the same file.
+MODELS_HEADER = (
+    '"""GENERATED from docs/openapi.json by datamodel-code-generator (`make openapi`): do not edit.\n\n'
+    "The API's documents as pydantic models; tests/contract/test_client_types.py fails when this file is\n"
+    'not exactly what the generator makes of the committed document.\n"""'
+)
+MODELS_OPTIONS = (
+    "--input-file-type", "openapi",
+    "--output-model-type", "pydantic_v2.BaseModel",
+    "--target-python-version", "3.13",
+    "--snake-case-field", "--allow-population-by-field-name",
+    "--use-annotated", "--use-standard-collections", "--use-union-operator", "--use-exact-imports",
+    "--enum-field-as-literal", "all", "--collapse-root-models", "--field-constraints",
+    "--output-datetime-class", "AwareDatetime",
+    "--use-schema-description", "--use-double-quotes", "--keep-model-order", "--disable-timestamp",
+    "--formatters", "ruff-format", "ruff-check",
+)  # fmt: skip
+
+
+def generate_models(document: Path, output: Path) -> None:
+    """Write the client's models for an OpenAPI document (datamodel-code-generator, a dev tool)."""
+    tool = shutil.which("datamodel-codegen", path=str(Path(sys.executable).parent))
+    if tool is None:
+        raise RuntimeError("datamodel-codegen is not installed: `make install` (the dev extra)")
+    command = [tool, "--input", str(document), "--output", str(output), *MODELS_OPTIONS]
+    subprocess.run([*command, "--custom-file-header", MODELS_HEADER], check=True, capture_output=True)  # noqa: S603
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the document (make openapi redirects it into docs/openapi.json); with
+    `--client-models DOCUMENT OUTPUT`, write the client's models for the document instead."""
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["--client-models"] and len(arguments) == 3:
+        generate_models(Path(arguments[1]), Path(arguments[2]))
+        return
     sys.stdout.write(render())
 
 

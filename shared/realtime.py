@@ -28,6 +28,11 @@ from shared.job import Caller
 TICKET_BYTES = 32
 TICKET_TTL = timedelta(seconds=60)
 CONNECTION_TTL = timedelta(hours=2)
+# $connect records a connection before API Gateway completes the handshake, and until it does, a
+# post to that connection answers 410 like a closed one. The $connect integration may run for up
+# to 29 s, so a 410 from a connection younger than this may come from one still opening: it is
+# kept (a dead one answers 410 again later and is forgotten then; TTL ends it anyway).
+CONNECT_GRACE = timedelta(seconds=30)
 MAX_CONNECTIONS_PER_OWNER = 10
 TICKET_QUERY_PARAMETER = "ticket"
 # 32 random bytes in unpadded base64url: exactly 43 characters of that alphabet.
@@ -111,6 +116,11 @@ class Connection:
     def expires_at(self) -> datetime:
         """When the store forgets it (API Gateway ends every connection after 2 hours)."""
         return self.connected_at + CONNECTION_TTL
+
+
+def forget_when_gone(connection: Connection, now: datetime) -> bool:
+    """True when a 410 means the connection is gone, not still opening (see CONNECT_GRACE)."""
+    return now - connection.connected_at >= CONNECT_GRACE
 
 
 def connections_to_close(

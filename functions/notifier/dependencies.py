@@ -17,6 +17,7 @@ from shared.adapters.job_stream import job_change
 from shared.adapters.management_api import CLIENT_CONFIG, ManagementApiGateway
 from shared.adapters.sqs_webhooks import SqsDeliveryQueue
 from shared.budget_ports import BudgetLedger
+from shared.clock import Clock, SystemClock
 from shared.realtime import JobChange
 from shared.realtime_ports import ConnectionGateway, ConnectionStore
 from shared.webhooks.deliveries import DeliveryEnqueuer
@@ -24,7 +25,8 @@ from shared.webhooks.deliveries import DeliveryEnqueuer
 
 @dataclass(frozen=True)
 class NotifierDependencies:
-    """The connection store, the stage's management API, the stream record reader, webhooks and budgets."""
+    """The connection store, the stage's management API, the stream record reader, webhooks, budgets
+    and the clock (a 410 forgets only a connection past its handshake)."""
 
     store: ConnectionStore
     gateway: ConnectionGateway
@@ -34,6 +36,7 @@ class NotifierDependencies:
     webhooks: DeliveryEnqueuer
     # Token budgets: terminal writes settle their run's reservation (functions.notifier.settlement).
     budgets: BudgetLedger
+    clock: Clock
 
 
 @cache
@@ -53,4 +56,5 @@ def build_dependencies(settings: NotifierSettings) -> NotifierDependencies:
             SqsDeliveryQueue(boto3.client("sqs"), settings.webhooks_queue_url),
         ),
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
+        clock=SystemClock(),
     )

@@ -4,9 +4,10 @@ Decided from the records alone (their NEW_IMAGE): the table is never read. Per b
 highest revision is pushed once and older ones are dropped, so no connection gets an older
 revision after a newer one from this batch. A post that fails is logged and counted, never
 retried here (a push that arrives late is worth little; the client re-reads the job), and never
-fails the batch; a connection that answers 410 is forgotten. What does fail a record is reading
-the owner's connections, or enqueueing a terminal write's webhooks (shared.webhooks.deliveries):
-Lambda retries it (bisected, bounded, then the failure queue).
+fails the batch; a connection that answers 410 is forgotten once past its handshake (a 410 while
+$connect still runs means "not open yet", not "gone": shared.realtime.CONNECT_GRACE). What does
+fail a record is reading the owner's connections, or enqueueing a terminal write's webhooks
+(shared.webhooks.deliveries): Lambda retries it (bisected, bounded, then the failure queue).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from functions.notifier.dependencies import NotifierDependencies
 from shared.errors import StorageUnavailableError
 from shared.job import Caller
 from shared.observability import logger, metrics
-from shared.realtime import BatchPlan, Connection, JobChange, job_message
+from shared.realtime import BatchPlan, Connection, JobChange, forget_when_gone, job_message
 from shared.realtime_ports import PostOutcome
 
 
@@ -75,7 +76,11 @@ class BatchNotifier:
             )
             metrics.add_metric(name="PushFailures", unit="Count", value=1)
             return
-        # 410: the connection is gone ($disconnect never came, or it outlived 2 hours). Forget it.
+        # 410: the connection is gone ($disconnect never came, or it outlived 2 hours), or its
+        # handshake is still under way: then it stays, so that the updates after this one reach it.
+        if not forget_when_gone(connection, self._deps.clock.now()):
+            metrics.add_metric(name="ConnectionsStillOpening", unit="Count", value=1)
+            return
         self._connections[change.owner.owner_key] = [
             c
             for c in self._connections[change.owner.owner_key]

@@ -97,7 +97,7 @@ class Api(Construct):
         )
         # The app clients whose ID tokens the authorizer accepts: the API's own, and the console's
         # (`accept_audience`, called by the console construct, which is built after the API).
-        self._audiences = [auth.client.user_pool_client_id]
+        self._audiences = [auth.client.user_pool_client_id, auth.cli_client.user_pool_client_id]
         self.http_api = apigwv2.HttpApi(
             self,
             HTTP_API,

@@ -1,4 +1,5 @@
-"""Identity: the Cognito user pool whose ID tokens the HTTP API's JWT authorizer accepts."""
+"""Identity: the Cognito user pool whose ID tokens the HTTP API's JWT authorizer accepts, the API's
+app client, and the command line's (`outlast login`: authorization code + PKCE on loopback)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,65 @@ from constructs import Construct
 from infra import nag
 from infra.config import StageConfig
 from infra.function_factory import removal_policy
-from infra.names import TENANT_ATTRIBUTE, USER_POOL, USER_POOL_CLIENT
+from infra.names import CLI_CLIENT, TENANT_ATTRIBUTE, USER_POOL, USER_POOL_CLIENT
+from outlast.auth.callbacks import CALLBACK_URLS, CLI_SCOPES
+
+_SCOPES = {
+    "openid": cognito.OAuthScope.OPENID,
+    "email": cognito.OAuthScope.EMAIL,
+    "profile": cognito.OAuthScope.PROFILE,
+}
+
+
+def _reads() -> cognito.ClientAttributes:
+    """A client may read `custom:tenant` in tokens (and never write it: `_writes`)."""
+    return (
+        cognito.ClientAttributes()
+        .with_standard_attributes(email=True, email_verified=True)
+        .with_custom_attributes(TENANT_ATTRIBUTE)
+    )
+
+
+def _writes() -> cognito.ClientAttributes:
+    """Only admins write the tenant (DESIGN.md, "Identity"): a client writes the email alone."""
+    return cognito.ClientAttributes().with_standard_attributes(email=True)
+
+
+def add_public_client(
+    user_pool: cognito.UserPool,
+    construct_id: str,
+    *,
+    scopes: tuple[str, ...],
+    callback_urls: list[str],
+    logout_urls: list[str] | None,
+    refresh_token_validity: Duration,
+) -> cognito.UserPoolClient:
+    """A public app client (no secret) for the authorization code grant with PKCE through managed
+    login, 60-minute ID tokens, revocable refresh tokens, the tenant readable and never writable."""
+    return user_pool.add_client(
+        construct_id,
+        generate_secret=False,
+        auth_flows=cognito.AuthFlow(user_srp=True),
+        o_auth=cognito.OAuthSettings(
+            flows=cognito.OAuthFlows(authorization_code_grant=True),
+            scopes=[_SCOPES[name] for name in scopes],
+            callback_urls=callback_urls,
+            logout_urls=logout_urls,
+        ),
+        supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
+        prevent_user_existence_errors=True,
+        enable_token_revocation=True,
+        id_token_validity=Duration.minutes(60),
+        access_token_validity=Duration.minutes(60),
+        refresh_token_validity=refresh_token_validity,
+        read_attributes=_reads(),
+        write_attributes=_writes(),
+    )
 
 
 class Auth(Construct):
-    """User pool (strong passwords, `custom:tenant` set by admins only) and the API's app client."""
+    """User pool (strong passwords, `custom:tenant` set by admins only), the API's app client and the
+    command line's."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig) -> None:
         super().__init__(scope, construct_id)
@@ -61,11 +116,20 @@ class Auth(Construct):
             id_token_validity=Duration.minutes(60),
             access_token_validity=Duration.minutes(60),
             refresh_token_validity=Duration.days(30),
-            # The tenant is readable in tokens but only admins may write it (DESIGN.md, "Identity").
-            read_attributes=cognito.ClientAttributes()
-            .with_standard_attributes(email=True, email_verified=True)
-            .with_custom_attributes(TENANT_ATTRIBUTE),
-            write_attributes=cognito.ClientAttributes().with_standard_attributes(email=True),
+            read_attributes=_reads(),
+            write_attributes=_writes(),
+        )
+        # `outlast login`: a public client (no secret) for the authorization code grant with PKCE,
+        # redirected to a few fixed loopback ports (Cognito matches callback URLs exactly, and
+        # accepts the loopback IP literal over http). Its refresh token lasts 30 days; the CLI
+        # renews the ID token with it and `outlast logout` revokes it.
+        self.cli_client = add_public_client(
+            self.user_pool,
+            CLI_CLIENT,
+            scopes=CLI_SCOPES,
+            callback_urls=list(CALLBACK_URLS),
+            logout_urls=None,
+            refresh_token_validity=Duration.days(30),
         )
         self._acknowledge(config)
 

@@ -34,7 +34,7 @@ from infra.console_policy import (
     custom_headers,
 )
 from infra.constructs.api import Api
-from infra.constructs.auth import Auth
+from infra.constructs.auth import Auth, add_public_client
 from infra.constructs.realtime import Realtime
 from infra.names import (
     CONSOLE_BRANDING,
@@ -44,14 +44,7 @@ from infra.names import (
     CONSOLE_DISTRIBUTION,
     CONSOLE_DOMAIN,
     CONSOLE_HEADERS,
-    TENANT_ATTRIBUTE,
 )
-
-_SCOPES = {
-    "openid": cognito.OAuthScope.OPENID,
-    "email": cognito.OAuthScope.EMAIL,
-    "profile": cognito.OAuthScope.PROFILE,
-}
 
 
 class Console(Construct):
@@ -139,27 +132,14 @@ class Console(Construct):
         )
         default_url = f"https://{self.distribution.distribution_domain_name}/"
         self.url = f"{config.console_origin}/" if config.console_origin else default_url
-        self.client = auth.user_pool.add_client(
+        self.client = add_public_client(
+            auth.user_pool,
             CONSOLE_CLIENT,
-            generate_secret=False,
-            auth_flows=cognito.AuthFlow(user_srp=True),
-            o_auth=cognito.OAuthSettings(
-                flows=cognito.OAuthFlows(authorization_code_grant=True),
-                scopes=[_SCOPES[name] for name in CONSOLE_SCOPES],
-                callback_urls=list(dict.fromkeys([self.url, default_url])),
-                logout_urls=list(dict.fromkeys([self.url, default_url])),
-            ),
-            supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
-            prevent_user_existence_errors=True,
-            enable_token_revocation=True,
-            id_token_validity=Duration.minutes(60),
-            access_token_validity=Duration.minutes(60),
+            scopes=CONSOLE_SCOPES,
+            callback_urls=list(dict.fromkeys([self.url, default_url])),
+            logout_urls=list(dict.fromkeys([self.url, default_url])),
             # The console keeps no refresh token (an expired ID token means signing in again).
             refresh_token_validity=Duration.minutes(60),
-            read_attributes=cognito.ClientAttributes()
-            .with_standard_attributes(email=True, email_verified=True)
-            .with_custom_attributes(TENANT_ATTRIBUTE),
-            write_attributes=cognito.ClientAttributes().with_standard_attributes(email=True),
         )
         api.accept_audience(self.client.user_pool_client_id)
         branding = cognito.CfnManagedLoginBranding(

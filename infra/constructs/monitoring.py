@@ -114,7 +114,7 @@ class Monitoring(Construct):
                 ),
                 1,
                 "Messages are in the jobs DLQ: poison messages, or jobs whose worker crashed repeatedly.",
-                "Inspect them with `outlast dlq list`, fix the cause, then `outlast dlq redrive`.",
+                "Inspect them with `outlast ops dlq list`, fix the cause, then `outlast ops dlq redrive`.",
                 Runbook.DLQ_NOT_EMPTY,
             ),
             AlarmSpec(
@@ -125,7 +125,7 @@ class Monitoring(Construct):
                 1,
                 "Messages are in the isolation DLQ: jobs that kept crashing the worker even one at a time "
                 "and whose message outlived the crash accounting, or poison sent to the isolation queue.",
-                "Inspect them with `outlast dlq list --queue isolation`, then redrive or purge.",
+                "Inspect them with `outlast ops dlq list --queue isolation`, then redrive or purge.",
                 Runbook.ISOLATION_DLQ_NOT_EMPTY,
             ),
             AlarmSpec(
@@ -182,8 +182,8 @@ class Monitoring(Construct):
                 1,
                 "Webhook deliveries are in the webhooks DLQ: an endpoint failed all seven attempts "
                 "(about 17.5 hours), or the sender kept crashing on a message.",
-                "See which endpoints with `outlast webhooks deliveries`, get them fixed, then "
-                "`outlast webhooks redrive --dry-run` and `webhooks redrive`.",
+                "See which endpoints with `outlast ops webhooks deliveries`, get them fixed, then "
+                "`outlast ops webhooks redrive --dry-run`, then without --dry-run.",
                 Runbook.WEBHOOKS_DLQ_NOT_EMPTY,
             ),
             AlarmSpec(
@@ -192,8 +192,8 @@ class Monitoring(Construct):
                 config.webhook_failure_alarm_percent,
                 f"More than {config.webhook_failure_alarm_percent:g}% of webhook attempts failed in "
                 f"15 minutes (counted from {config.webhook_failure_alarm_min_attempts} attempts on).",
-                "Read the sender's logs (status, failure) and `outlast webhooks deliveries`: one endpoint "
-                "down, or the sender's own egress (DNS, TLS) broken?",
+                "Read the sender's logs (status, failure) and `outlast ops webhooks deliveries`: one "
+                "endpoint down, or the sender's own egress (DNS, TLS) broken?",
                 Runbook.WEBHOOK_FAILURE_RATE,
             ),
             AlarmSpec(
@@ -203,8 +203,8 @@ class Monitoring(Construct):
                 f"A tenant's committed tokens (used plus reserved) passed {NEAR_LIMIT_PERCENT}% of its "
                 "monthly budget: its submits will soon be refused with 403 budget_exceeded.",
                 "Find the tenant in the submit logs ('tenant budget near its limit'), check its budget with "
-                "`outlast budgets show --tenant T`, and raise it with `outlast budgets set` if the spend is "
-                "expected.",
+                "`outlast ops budgets show --tenant T`, and raise it with `outlast ops budgets set` if the "
+                "spend is expected.",
                 Runbook.BUDGET_NEAR_LIMIT,
             ),
             AlarmSpec(
@@ -214,7 +214,7 @@ class Monitoring(Construct):
                 "A tenant reached 100% of its monthly token budget: a submit did not fit and was refused "
                 "with 403 budget_exceeded.",
                 "Find the tenant in the submit logs ('tenant budget exhausted'); raise its budget with "
-                "`outlast budgets set --tenant T --monthly-tokens N`, or let it wait for the reset.",
+                "`outlast ops budgets set --tenant T --monthly-tokens N`, or let it wait for the reset.",
                 Runbook.BUDGET_EXHAUSTED,
             ),
             AlarmSpec(

@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from outlast.bench.stats import latency_summary
-from outlast.commands.local import issue_token, local_client
+from outlast.local.access import issue_token, local_client
 from outlast.local.iam.enforcement import denial_count
 from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack, read_state

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from outlast.chaos.plan import CONCURRENT_SUBMITS, Fault, Plan, PlannedJob
-from outlast.chaos.target import Target
-from outlast.client import (
+from outlast.api.http import (
     TERMINAL_STATUSES,
     Answer,
     ApiError,
-    OutlastClient,
-    StatusDocument,
+    HttpApi,
+    JsonObject,
     TransportError,
 )
-from outlast.commands.local import issue_token, local_client
+from outlast.chaos.plan import CONCURRENT_SUBMITS, Fault, Plan, PlannedJob
+from outlast.chaos.target import Target
+from outlast.local.access import issue_token, local_client
 from outlast.local.synth import PROJECT_ROOT
 from shared.identity import PERSONAL_TENANT_PREFIX
 from shared.job import Caller
@@ -67,7 +67,7 @@ class Owner:
     user: str
     tenant: str | None
     sub: str
-    client: OutlastClient
+    client: HttpApi
 
     @property
     def caller(self) -> Caller:
@@ -177,7 +177,7 @@ class Driver:
 
     def _owner(self, user: str, tenant: str | None) -> Owner:
         token = issue_token(self.target.state, user, tenant)
-        client = OutlastClient(self.target.api_url, token, CLIENT_TIMEOUT_SECONDS)
+        client = HttpApi(self.target.api_url, token, CLIENT_TIMEOUT_SECONDS)
         return Owner(user, tenant, token_sub(token), client)
 
     def sign_in(self) -> None:
@@ -241,7 +241,7 @@ class Driver:
 
         return note
 
-    def _submit(self, run: JobRun, client: OutlastClient) -> None:
+    def _submit(self, run: JobRun, client: HttpApi) -> None:
         planned = run.planned
         try:
             answer = self.retrying.call(
@@ -257,12 +257,12 @@ class Driver:
             run.abandoned = type(error).__name__
             return
         with run.lock:
-            run.job_ids.add(answer.document["jobId"])
+            run.job_ids.add(answer.body["jobId"])
             run.replayed = run.replayed or answer.replayed
             run.fresh_answers += 0 if answer.replayed else 1
             run.accepted_at = time.monotonic()
 
-    def _concurrent_submits(self, run: JobRun, client: OutlastClient) -> None:
+    def _concurrent_submits(self, run: JobRun, client: HttpApi) -> None:
         start = threading.Barrier(CONCURRENT_SUBMITS)
 
         def one() -> None:
@@ -298,7 +298,7 @@ class Driver:
         for thread in pair:
             thread.join()
 
-    def _cancel(self, run: JobRun, client: OutlastClient, saw: str) -> None:
+    def _cancel(self, run: JobRun, client: HttpApi, saw: str) -> None:
         job_id = run.job_id
         if job_id is None:
             return
@@ -311,14 +311,14 @@ class Driver:
             run.cancel_answer = -1
         run.cancel_saw = saw
 
-    def _cancel_when_running(self, run: JobRun, client: OutlastClient) -> None:
+    def _cancel_when_running(self, run: JobRun, client: HttpApi) -> None:
         job_id = run.job_id
         if job_id is None:
             return
         deadline = time.monotonic() + self.options.drain_timeout
         while time.monotonic() < deadline:
             try:
-                status = self.retrying.call(lambda: client.get_job(job_id)).document["status"]
+                status = self.retrying.call(lambda: client.get_job(job_id)).body["status"]
             except (ApiError, TransportError):
                 status = "unknown"
             if status == "Running" or status in TERMINAL_STATUSES:
@@ -366,12 +366,12 @@ class Driver:
         for watcher in self._watchers:
             watcher.join(timeout=self.options.drain_timeout)
 
-    def list_all(self, owner: Owner) -> list[StatusDocument]:
+    def list_all(self, owner: Owner) -> list[JsonObject]:
         """Every job in an owner's list, page by page."""
-        items: list[StatusDocument] = []
+        items: list[JsonObject] = []
         cursor: str | None = None
         while True:
-            page = self.retrying.call(functools.partial(owner.client.list_jobs, None, 100, cursor)).document
+            page = self.retrying.call(functools.partial(owner.client.list_jobs, None, 100, cursor)).body
             items.extend(page["items"])
             cursor = page["nextCursor"]
             if cursor is None:

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
+from outlast.api.http import JsonObject
 from outlast.chaos.spec import ProcessFault, tag
-from outlast.client import SubmitRequest
 
 JOBS_PER_OWNER = 10  # keeps every owner far below the default 60 submits per minute
 FAULT_SHARE = 0.05  # each fault kind's share of the jobs; what is left runs without a fault
@@ -130,12 +130,12 @@ class PlannedJob:
     fault: Fault
     owner: int
     key: str
-    request: SubmitRequest
+    request: JsonObject
 
     @property
     def text(self) -> str:
         """The input text (unique in the run, so its model calls can be told apart)."""
-        return self.request["input"]["text"]
+        return str(self.request["input"]["text"])
 
     @property
     def labels(self) -> tuple[str, ...] | None:
@@ -176,7 +176,7 @@ def fault_counts(jobs: int, rng: random.Random) -> list[Fault]:
     return faults + [Fault.NONE] * (jobs - len(faults))
 
 
-def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> SubmitRequest:
+def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> JsonObject:
     words = " ".join(rng.choice(_WORDS) for _ in range(12))
     text = (
         f"Chaos run {run_id}, job {index:04d}, fault {fault.value}. "

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from outlast.api.http import TERMINAL_STATUSES, ApiError, JsonObject, TransportError
 from outlast.chaos.driver import Driver, JobRun
 from outlast.chaos.plan import PROFILES, Fault
 from outlast.chaos.report import ChaosReport, KindRow
-from outlast.client import TERMINAL_STATUSES, ApiError, StatusDocument, TransportError
-from outlast.commands.local import local_client
+from outlast.local.access import local_client
 from outlast.local.iam.enforcement import denial_summary
 from outlast.local.model_server import messages_hash
 from shared import resources as r
@@ -55,7 +55,7 @@ class Observed:
     """What the stack says now about one accepted job."""
 
     run: JobRun
-    document: StatusDocument | None  # None: 404 to its own owner
+    document: JsonObject | None  # None: 404 to its own owner
     result: str  # "ok", "absent" (409), or what went wrong
     calls: list[dict[str, object]]
     total_steps: int = 1  # the job's plan: one call per step when nothing fails
@@ -151,7 +151,7 @@ class Verifier:
         client = self.driver.owners[run.planned.owner].client
         retrying = self.driver.retrying
         try:
-            document: StatusDocument | None = retrying.call(lambda: client.get_job(job_id)).document
+            document: JsonObject | None = retrying.call(lambda: client.get_job(job_id)).body
         except ApiError as error:
             if error.status != 404:
                 raise
@@ -159,7 +159,7 @@ class Verifier:
         result = "absent"
         try:
             answer = retrying.call(lambda: client.get_result(job_id))
-            result = "ok" if answer.document["output"] else "empty output"
+            result = "ok" if answer.body["output"] else "empty output"
         except ApiError as error:
             result = "absent" if error.status == 409 else f"HTTP {error.status}"
         except TransportError as error:

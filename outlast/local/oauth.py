@@ -1,14 +1,19 @@
-"""Cognito's managed-login endpoints for the console's app client, in local mode only.
+"""Cognito's managed-login endpoints for the public app clients (the console's and the command
+line's), in local mode only.
 
-The console signs in with the authorization code grant and PKCE, the same code against Cognito in
-AWS and against this locally (DESIGN.md, "Web console"). The local front serves:
+The console and `outlast login` sign in with the authorization code grant and PKCE, the same code
+against Cognito in AWS and against this locally (DESIGN.md, "Web console", "The command line").
+The local front serves:
 
 - `GET /oauth2/authorize`: a sign-in form (user name and tenant, labelled, keyboard usable; local
   mode has no passwords). Its POST signs the user in to the local user pool (created if missing,
   its tenant set as an admin would) and redirects to `redirect_uri?code=...&state=...`.
 - `POST /oauth2/token`: `grant_type=authorization_code`, `client_id`, `code`, `redirect_uri`,
   `code_verifier` (form-encoded) -> `{id_token, access_token, refresh_token, expires_in,
-  token_type}` as Cognito answers; errors are Cognito's `{"error": ...}` with 400.
+  token_type}` as Cognito answers; `grant_type=refresh_token`, `client_id`, `refresh_token` ->
+  the same without a new refresh token; errors are Cognito's `{"error": ...}` with 400.
+- `POST /oauth2/revoke`: `token` (a refresh token), `client_id` -> 200 and an empty body; the
+  token refreshes nothing after that (`invalid_grant`), as Cognito's revocation does.
 - `GET /logout?client_id=&logout_uri=`: back to the console (a sign-out URL of the client).
 
 As Cognito does: a redirect or sign-out URI must be one the client lists, exactly; a code is
@@ -39,17 +44,21 @@ _FORM_FIELDS = ("response_type", "client_id", "redirect_uri", "state", "scope", 
                 "code_challenge_method")  # fmt: skip
 
 Answer = tuple[int, dict[str, str], bytes]
-SignIn = Callable[[str, str | None], Mapping[str, Any]]
+# (client id, user, tenant) -> Cognito's AuthenticationResult for that client.
+SignIn = Callable[[str, str, str | None], Mapping[str, Any]]
+# (client id, refresh token) -> AuthenticationResult (IdToken, AccessToken, ExpiresIn); raises on a
+# token the user pool does not know.
+Refresh = Callable[[str, str], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class PublicClient:
-    """The console's app client: its id and the URLs it may be sent back to."""
+    """A public app client: its id and the URLs it may be sent back to."""
 
     client_id: str
     callback_urls: tuple[str, ...]
-    logout_urls: tuple[str, ...]
-    allowed_origins: tuple[str, ...]  # CORS for the token endpoint: the console's origin
+    logout_urls: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()  # CORS for the token endpoint: the console's origin
 
 
 @dataclass(frozen=True)
@@ -113,13 +122,19 @@ def _origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-class LocalAuthorizationServer:
-    """/oauth2/authorize, /oauth2/token and /logout for one public client (thread-safe)."""
+def _fingerprint(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
-    def __init__(self, client: PublicClient, sign_in: SignIn) -> None:
-        self.client = client
+
+class LocalAuthorizationServer:
+    """/oauth2/authorize, /oauth2/token, /oauth2/revoke and /logout for public clients (thread-safe)."""
+
+    def __init__(self, clients: tuple[PublicClient, ...], sign_in: SignIn, refresh: Refresh) -> None:
+        self.clients = {client.client_id: client for client in clients}
         self._sign_in = sign_in
+        self._refresh = refresh
         self._codes: dict[str, _Code] = {}
+        self._revoked: set[str] = set()  # fingerprints of revoked refresh tokens
         self._lock = threading.Lock()
 
     def answer(
@@ -132,8 +147,9 @@ class LocalAuthorizationServer:
             if method == "POST":
                 return self._sign_in_posted(dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace"))))
             return _json(405, {"error": "invalid_request"})
-        if path == "/oauth2/token":
-            return self._token_endpoint(method, headers, body)
+        form_endpoints = {"/oauth2/token": self._token_endpoint, "/oauth2/revoke": self._revoke_endpoint}
+        if path in form_endpoints:
+            return form_endpoints[path](method, headers, body)
         if path == "/logout" and method == "GET":
             return self._logout(dict(urllib.parse.parse_qsl(query)))
         return None
@@ -142,10 +158,11 @@ class LocalAuthorizationServer:
 
     def _checked(self, parameters: Mapping[str, str]) -> Answer | None:
         """None when the request may proceed; else the answer (an error page or a redirect)."""
-        if parameters.get("client_id") != self.client.client_id:
+        client = self.clients.get(parameters.get("client_id", ""))
+        if client is None:
             return _page(400, "<h1>Sign-in failed</h1><p>The app client is not known here.</p>")
         redirect = parameters.get("redirect_uri", "")
-        if redirect not in self.client.callback_urls:
+        if redirect not in client.callback_urls:
             return _page(400, "<h1>Sign-in failed</h1><p>The redirect URI is not one of the client's.</p>")
         problem = None
         if parameters.get("response_type") != "code":
@@ -200,7 +217,7 @@ class LocalAuthorizationServer:
             )
         if tenant and not _TENANT.match(tenant):
             return self._authorize(form, "A tenant is 1-64 letters, digits or . _ @ : + -.", user, tenant)
-        tokens = self._sign_in(user, tenant or None)
+        tokens = self._sign_in(form["client_id"], user, tenant or None)
         code = secrets.token_urlsafe(32)
         with self._lock:
             now = time.monotonic()
@@ -218,11 +235,13 @@ class LocalAuthorizationServer:
 
     def _cors(self, headers: Mapping[str, str]) -> dict[str, str]:
         origin = headers.get("origin")
-        if origin is None or origin not in self.client.allowed_origins:
+        allowed = {o for client in self.clients.values() for o in client.allowed_origins}
+        if origin is None or origin not in allowed:
             return {}
         return {"Access-Control-Allow-Origin": origin, "Vary": "Origin"}
 
-    def _token_endpoint(self, method: str, headers: Mapping[str, str], body: bytes) -> Answer:
+    def _form(self, method: str, headers: Mapping[str, str], body: bytes) -> Answer | dict[str, str]:
+        """The posted form, or the answer to a request that is not one (CORS preflight included)."""
         cors = self._cors(headers)
         if method == "OPTIONS":
             allow = {"Access-Control-Allow-Methods": "POST", "Access-Control-Allow-Headers": "Content-Type"}
@@ -231,15 +250,54 @@ class LocalAuthorizationServer:
             return _json(405, {"error": "invalid_request"}, cors)
         if not headers.get("content-type", "").lower().startswith("application/x-www-form-urlencoded"):
             return _json(400, {"error": "invalid_request"}, cors)
-        form = dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace")))
-        status, document = self._exchange(form)
-        return _json(status, document, cors)
+        return dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace")))
+
+    def _token_endpoint(self, method: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        form = self._form(method, headers, body)
+        if isinstance(form, tuple):
+            return form
+        if form.get("client_id", "") not in self.clients:
+            status, document = 400, {"error": "invalid_client"}
+        elif form.get("grant_type") == "authorization_code":
+            status, document = self._exchange(form)
+        elif form.get("grant_type") == "refresh_token":
+            status, document = self._refreshed(form)
+        else:
+            status, document = 400, {"error": "unsupported_grant_type"}
+        return _json(status, document, self._cors(headers))
+
+    def _revoke_endpoint(self, method: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        form = self._form(method, headers, body)
+        if isinstance(form, tuple):
+            return form
+        cors = self._cors(headers)
+        if not form.get("token"):
+            return _json(400, {"error": "invalid_request"}, cors)
+        if form.get("client_id", "") not in self.clients:
+            return _json(400, {"error": "invalid_client"}, cors)
+        with self._lock:
+            self._revoked.add(_fingerprint(form["token"]))
+        # Cognito answers an empty 200, for a token it knows or not (RFC 7009, section 2.2).
+        return 200, {"Cache-Control": "no-store", **cors}, b""
+
+    def _refreshed(self, form: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
+        token = form.get("refresh_token", "")
+        with self._lock:
+            revoked = _fingerprint(token) in self._revoked
+        if not token or revoked:
+            return 400, {"error": "invalid_grant"}
+        try:
+            tokens = self._refresh(form["client_id"], token)
+        except Exception:  # noqa: BLE001 - whatever the pool says of a token it cannot use: invalid_grant
+            return 400, {"error": "invalid_grant"}
+        return 200, {
+            "id_token": tokens["IdToken"],
+            "access_token": tokens["AccessToken"],
+            "expires_in": int(tokens.get("ExpiresIn", 3600)),
+            "token_type": "Bearer",
+        }
 
     def _exchange(self, form: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
-        if form.get("grant_type") != "authorization_code":
-            return 400, {"error": "unsupported_grant_type"}
-        if form.get("client_id") != self.client.client_id:
-            return 400, {"error": "invalid_client"}
         with self._lock:
             found = self._codes.pop(form.get("code", ""), None)  # single use, even when refused below
         verifier = form.get("code_verifier", "")
@@ -265,6 +323,7 @@ class LocalAuthorizationServer:
 
     def _logout(self, parameters: Mapping[str, str]) -> Answer:
         target = parameters.get("logout_uri", "")
-        if parameters.get("client_id") != self.client.client_id or target not in self.client.logout_urls:
+        client = self.clients.get(parameters.get("client_id", ""))
+        if client is None or target not in client.logout_urls:
             return _page(400, "<h1>Sign-out failed</h1><p>The sign-out URL is not one of the client's.</p>")
         return _redirect(target)

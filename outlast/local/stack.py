@@ -28,7 +28,8 @@ import boto3
 
 from infra.console_build import ConsoleBuildError, build_console
 from infra.console_policy import CONSOLE_SCOPES
-from infra.names import CONSOLE_CLIENT
+from infra.names import CLI_CLIENT, CONSOLE_CLIENT
+from outlast.auth.callbacks import CALLBACK_URLS
 from outlast.chaos.spec import ENV_HANDLER, ENV_SPEC, SHIM_HANDLER, ChaosSpec
 from outlast.local import event_sources
 from outlast.local.console_front import ConsoleFront
@@ -51,7 +52,7 @@ from outlast.local.process import free_port
 from outlast.local.provision import LocalResources, Provisioner
 from outlast.local.synth import PROJECT_ROOT, synthesize
 from outlast.local.template import REGION, Resolver, Resource, Template, TemplateError
-from outlast.local.users import sign_in
+from outlast.local.users import refresh, sign_in
 from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketFront
 from outlast.local.websocket_template import (
     local_urls,
@@ -516,9 +517,14 @@ class LocalStack:
         for logical_id, client_id in self.resources.user_pool_clients.items():
             if CONSOLE_CLIENT in logical_id:
                 console = client_id
-            elif api is None:
+            elif api is None and CLI_CLIENT not in logical_id:
                 api = client_id
         return api, console
+
+    def _cli_client_id(self) -> str | None:
+        """The command line's app client (`outlast login`), by its construct id."""
+        found = (cid for lid, cid in self.resources.user_pool_clients.items() if CLI_CLIENT in lid)
+        return next(found, None)
 
     def _bind_console(self) -> None:
         """Build the console (esbuild, offline; reused when unchanged) and bind its port."""
@@ -535,20 +541,26 @@ class LocalStack:
         self._console = ConsoleFront(site, port=port)
 
     def _authorization_server(self) -> LocalAuthorizationServer | None:
-        console_client = self._client_ids()[1]
-        if self._console is None or console_client is None:
+        console_client, cli_client = self._client_ids()[1], self._cli_client_id()
+        clients = [PublicClient(cli_client, CALLBACK_URLS)] if cli_client else []
+        if self._console is not None and console_client is not None:
+            url = self._console.url
+            clients.append(PublicClient(console_client, (url,), (url,), (self._console.origin,)))
+        if not clients:
             return None
         cognito = boto3.client("cognito-idp", endpoint_url=self.endpoint, region_name=REGION)
         pool = next(iter(self.resources.user_pools.values()))
         lock = threading.Lock()
 
-        def signed_in(user: str, tenant: str | None) -> dict[str, Any]:
+        def signed_in(client_id: str, user: str, tenant: str | None) -> dict[str, Any]:
             with lock:  # one boto3 client, several front threads
-                return sign_in(cognito, pool, console_client, user, tenant)
+                return sign_in(cognito, pool, client_id, user, tenant)
 
-        url = self._console.url
-        client = PublicClient(console_client, (url,), (url,), (self._console.origin,))
-        return LocalAuthorizationServer(client, signed_in)
+        def refreshed(client_id: str, refresh_token: str) -> dict[str, Any]:
+            with lock:
+                return refresh(cognito, client_id, refresh_token)
+
+        return LocalAuthorizationServer(tuple(clients), signed_in, refreshed)
 
     def _start_console(self) -> None:
         console_client = self._client_ids()[1]
@@ -709,6 +721,7 @@ class LocalStack:
             "userPoolId": pools[0] if pools else None,
             "userPoolClientId": api_client,
             "consoleClientId": console_client,
+            "cliClientId": self._cli_client_id(),
             "consoleUrl": self.console_url,
             "tables": self.resources.tables,
             "queues": self.resources.queues,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any
 
+from outlast.auth.tokens import unverified_claims
+
 if TYPE_CHECKING:
     from mypy_boto3_cognito_idp.type_defs import AttributeTypeTypeDef
 
@@ -34,4 +36,16 @@ def sign_in(cognito: Any, pool_id: str, client_id: str, user: str, tenant: str |
         AuthParameters={"USERNAME": user, "PASSWORD": password},
     )
     authentication: dict[str, Any] = result["AuthenticationResult"]
+    return authentication
+
+
+def refresh(cognito: Any, client_id: str, refresh_token: str) -> dict[str, Any]:
+    """A new ID token for a refresh token issued to `client_id` (ValueError for another client's:
+    moto, unlike Cognito, does not check)."""
+    result = cognito.initiate_auth(
+        ClientId=client_id, AuthFlow="REFRESH_TOKEN_AUTH", AuthParameters={"REFRESH_TOKEN": refresh_token}
+    )
+    authentication: dict[str, Any] = result["AuthenticationResult"]
+    if unverified_claims(str(authentication["IdToken"])).get("aud") != client_id:
+        raise ValueError("the refresh token belongs to another client")
     return authentication

@@ -44,7 +44,7 @@ class BudgetRefusedError(Exception):
 
 @dataclass(frozen=True)
 class TenantBudget:
-    """What `outlast budgets show` prints for one tenant and period."""
+    """What `outlast ops budgets show` prints for one tenant and period."""
 
     tenant: str
     period: str

@@ -83,7 +83,7 @@ def _reserve(
     except BudgetRefusedError as refusal:
         return Dispatched(
             Result.REFUSED,
-            f"over budget, nothing changed: {refusal} Raise it (`outlast budgets set`) or wait; {rerun}",
+            f"over budget, nothing changed: {refusal} Raise it (`outlast ops budgets set`) or wait; {rerun}",
         )
     except AWS_ERRORS as error:
         return Dispatched(Result.FAILED, f"nothing changed ({describe(error)}); {rerun}")

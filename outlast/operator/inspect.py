@@ -1,4 +1,4 @@
-"""`outlast jobs inspect`: the operator's view of one job, read straight from the tables and queues.
+"""`outlast ops jobs inspect`: the operator's view of one job, read straight from the tables and queues.
 
 The full internal record (lease, attempts, stalls, crashes, isolation, dispatchAt, redriveCount,
 the sweeper's next look), its plan's steps and which are checkpointed (with each output's size

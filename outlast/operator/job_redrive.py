@@ -1,4 +1,4 @@
-"""`outlast jobs redrive`: re-run jobs whose message is gone, named by id or found by a scan.
+"""`outlast ops jobs redrive`: re-run jobs whose message is gone, named by id or found by a scan.
 
 A job that failed normally (provider_auth during an outage, retries_exhausted, worker_crashed)
 has no message anywhere: the worker or the sweeper finished it. `dlq redrive` cannot reach it;
@@ -268,7 +268,7 @@ class JobsRedrive:
             now=self._now(),
             grace=self._grace,
             trace_id=None,
-            rerun=f"rerun `outlast jobs redrive {step.job_id}`",
+            rerun=f"rerun `outlast ops jobs redrive {step.job_id}`",
             budgets=self._budgets,
         )
         return JobOutcome(step, sent.result, sent.detail, sent.lane)

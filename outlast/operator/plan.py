@@ -3,8 +3,8 @@
 The plan is computed before anything changes, so `--dry-run` prints exactly what a real run does;
 a real run then performs the plan step by step, each write conditional on the job as it was read
 (DESIGN.md, "Lifecycle": the operator redrive modelled on Step Functions' RedriveExecution).
-`decide_job` is the decision for one job, shared by `outlast dlq redrive` (a DLQ message and its
-job) and `outlast jobs redrive` (a Failed job whose message is gone); `decide` adds what only a
+`decide_job` is the decision for one job, shared by `outlast ops dlq redrive` (a DLQ message and its
+job) and `outlast ops jobs redrive` (a Failed job whose message is gone); `decide` adds what only a
 DLQ message has: poison, and messages of jobs that need no re-run.
 
 | job, as read                             | action                 | a run then                         |

@@ -2,15 +2,17 @@
 
 `--local [--port P]` reads the local stack's state file (`.local/stack-<port>.json`); otherwise
 `--stack-name NAME` (default `outlast`) reads the stack's outputs with DescribeStacks, using the
-operator's own AWS credentials (`--profile`, `--region`, or the usual environment).
+operator's own AWS credentials (`--profile`, `--region`, or the usual environment). The stage's
+settings a command needs (dispatchGraceSeconds, maxCrashes) are outputs too, so an operator never
+restates them (and cannot get them wrong).
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -44,9 +46,6 @@ from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.ports import JobQueue, Lane
 
 DEFAULT_STACK_NAME = "outlast"
-# `outlast local up`'s default port (outlast.commands.local.DEFAULT_PORT). Not imported from there:
-# that module loads all of local mode, which an operator acting on AWS does not need.
-DEFAULT_LOCAL_PORT = 8000
 
 ClientFactory = Callable[[str], Any]
 
@@ -75,6 +74,9 @@ class Resources:
     # Token budgets; None for a stack deployed before them (its jobs reserve nothing).
     budgets_table: str | None = None
     default_monthly_tokens: int = 0
+    # The stage's settings (outputs); None on a stack deployed before they were published.
+    dispatch_grace_seconds: int | None = None
+    max_crashes: int | None = None
 
     def queue_url(self, lane: Lane) -> str:
         """The queue a lane's jobs are sent to."""
@@ -83,6 +85,14 @@ class Resources:
     def dlq_url_of(self, lane: Lane) -> str:
         """That queue's dead-letter queue."""
         return self.isolation_dlq_url if lane is Lane.ISOLATION else self.dlq_url
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """The stage's settings an operator command acts by, as the stack was deployed with them."""
+
+    dispatch_grace_seconds: int  # when the sweeper re-sends a dispatched job whose message was lost
+    max_crashes: int  # solo claims that crashed a worker before the sweeper fails the job
 
 
 class Target:
@@ -105,6 +115,16 @@ class Target:
         # AWS: a 1 s long poll, so an empty answer means an empty queue (a short poll samples only
         # some SQS servers). moto serves one request at a time: never long-poll it.
         self.receive_wait_seconds = receive_wait_seconds
+
+    def settings(self) -> StageSettings:
+        """The stage's settings, from the stack (TargetError on a stack that does not publish them)."""
+        grace, crashes = self.resources.dispatch_grace_seconds, self.resources.max_crashes
+        if grace is None or crashes is None:
+            raise TargetError(
+                f"the {self.label} does not publish {Output.DISPATCH_GRACE_SECONDS} and "
+                f"{Output.MAX_CRASHES}: redeploy it with this version"
+            )
+        return StageSettings(dispatch_grace_seconds=grace, max_crashes=crashes)
 
     @cached_property
     def dynamodb(self) -> Any:
@@ -173,26 +193,7 @@ class Target:
         }
 
 
-def add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """--local/--port, or --stack-name/--region/--profile."""
-    group = parser.add_argument_group("target (default: the CloudFormation stack `outlast`)")
-    group.add_argument("--local", action="store_true", help="act on the running local stack")
-    group.add_argument(
-        "--port",
-        type=int,
-        default=DEFAULT_LOCAL_PORT,
-        help=f"the local stack's port (default {DEFAULT_LOCAL_PORT})",
-    )
-    group.add_argument(
-        "--stack-name",
-        metavar="NAME",
-        help=f"the deployed CloudFormation stack (default {DEFAULT_STACK_NAME})",
-    )
-    group.add_argument("--region", help="AWS region (default: your AWS configuration)")
-    group.add_argument("--profile", help="AWS profile (default: your AWS configuration)")
-
-
-def resolve(arguments: argparse.Namespace) -> Target:
+def resolve(arguments: SimpleNamespace) -> Target:
     """The target the command line names."""
     if arguments.local:
         if arguments.stack_name or arguments.region or arguments.profile:
@@ -204,7 +205,7 @@ def resolve(arguments: argparse.Namespace) -> Target:
 
 def local_target(port: int) -> Target:
     """The local stack on `port`, with moto's dummy credentials (never the operator's)."""
-    from outlast.commands.local import local_client  # noqa: PLC0415 - local mode only when asked for
+    from outlast.local.access import local_client  # noqa: PLC0415 - local mode only when asked for
     from outlast.local.stack import read_state  # noqa: PLC0415
 
     try:
@@ -223,10 +224,22 @@ def local_target(port: int) -> Target:
         webhooks_dlq_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
         budgets_table=_optional(state["tables"], BUDGETS + BUDGETS_TABLE),
         default_monthly_tokens=int(state.get("outputs", {}).get(Output.DEFAULT_MONTHLY_TOKENS, 0)),
+        **_stage_settings(state.get("outputs", {})),
     )
     return Target(
         f"local stack on port {port}", resources, lambda service: local_client(service, state), 0, local=True
     )
+
+
+def _stage_settings(outputs: Mapping[str, Any]) -> dict[str, int | None]:
+    def number(key: Output) -> int | None:
+        value = outputs.get(key)
+        return None if value is None else int(value)
+
+    return {
+        "dispatch_grace_seconds": number(Output.DISPATCH_GRACE_SECONDS),
+        "max_crashes": number(Output.MAX_CRASHES),
+    }
 
 
 def _by_logical_id(names: Mapping[str, str], prefix: str) -> str:
@@ -268,6 +281,7 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         webhooks_dlq_url=outputs.get(Output.WEBHOOKS_DLQ_URL),
         budgets_table=outputs.get(Output.BUDGETS_TABLE_NAME),
         default_monthly_tokens=int(outputs.get(Output.DEFAULT_MONTHLY_TOKENS, "0")),
+        **_stage_settings(outputs),
     )
 
     def clients(service: str) -> Any:

@@ -1,8 +1,8 @@
-"""Plain-text building blocks of the operator commands' output: instants, ages, tables."""
+"""Plain-text building blocks of the operator commands' output: instants and ages (tables: the
+console's one printer, outlast.cli.console)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 
@@ -33,13 +33,3 @@ def relative(value: datetime | None, now: datetime) -> str:
     if value > now:
         return f"in {duration(value - now)}"
     return f"{duration(now - value)} ago"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned columns separated by two spaces; the last column is never padded."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
-    lines = []
-    for row in (header, *rows):
-        cells = [str(cell).ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
-        lines.append("  ".join([*cells, str(row[-1])]).rstrip())
-    return lines

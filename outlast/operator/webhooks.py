@@ -5,7 +5,7 @@ Registration runs the egress guard first (the sender runs it again before every 
 are allowed. The signing secret is made here, stored, and handed back once to be printed; no
 log line ever holds it.
 
-The redrive reads the DLQ with the same hold as `outlast dlq redrive` (outlast.operator.dlq:
+The redrive reads the DLQ with the same hold as `outlast ops dlq redrive` (outlast.operator.dlq:
 every message received, hidden while the run lasts, released on the way out), plans each
 message against its endpoint and delivery record, and for a redrive sends the body unchanged
 to the webhooks queue (same `webhook-id`, a fresh schedule) before deleting it from the DLQ.
@@ -171,7 +171,7 @@ def _decide(message: DeliveryMessage, endpoint: Endpoint | None, store: Endpoint
         return Action.DROP_REMOVED, f"endpoint {message.endpoint_id} was removed"
     if not endpoint.enabled:
         return Action.KEEP_DISABLED, (
-            f"endpoint disabled ({endpoint.disabled_reason}): `outlast webhooks enable "
+            f"endpoint disabled ({endpoint.disabled_reason}): `outlast ops webhooks enable "
             f"{endpoint.endpoint_id}` once it answers again, then redrive"
         )
     delivery = store.get_delivery(message)

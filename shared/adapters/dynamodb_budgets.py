@@ -313,7 +313,7 @@ class DynamoBudgetLedger:
                 return settled
             arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    # --- operators (outlast budgets set | show) ----------------------------------------------
+    # --- operators (outlast ops budgets set | show) ----------------------------------------------
 
     def set_limit(self, tenant: str, monthly_tokens: int, now: datetime) -> None:
         """The tenant's own limit from now on (0: no limit, whatever the stage default)."""

@@ -11,7 +11,7 @@ timestamp by every secret that signs now; one POST; the attempt is recorded. The
 - Anything else (3xx, 4xx, 5xx, a timeout, a refused connection, a TLS error, a guard refusal):
   the next attempt follows the schedule, about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h (a stage
   setting scales it for local tests), through the message's visibility.
-- After the seventh attempt fails, the message goes to the webhooks DLQ (`outlast webhooks
+- After the seventh attempt fails, the message goes to the webhooks DLQ (`outlast ops webhooks
   redrive` sends it back once the endpoint is fixed; a redriven message starts the schedule again).
 
 The attempt number is the message's receive count, so a crash or timeout of the sender counts

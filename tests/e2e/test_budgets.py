@@ -1,5 +1,5 @@
 """Token budgets end to end on the local stack: an operator sets a tenant's limit with
-`outlast budgets set --local`, the tenant's users submit until it is full (403 budget_exceeded),
+`outlast ops budgets set --local`, the tenant's users submit until it is full (403 budget_exceeded),
 `GET /v1/budget` and the status documents show what is held, and once the jobs end every token
 is settled to what they used (the notifier on the stream), so a refused submit fits again.
 
@@ -9,9 +9,6 @@ this run's own tenant, so nothing else on the shared stack is affected.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import json
 import time
 import uuid
@@ -19,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from outlast.commands import budgets
 from shared.budgets import reservation_tokens
 from shared.contract import Operation
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.prompts import template_for
 from tests.support.cli import run
+from tests.support.cli import run as run_cli
 from tests.support.local_stack import RunningStack, assert_problem, assert_status_document, new_key
 
 pytestmark = pytest.mark.e2e
@@ -43,13 +40,8 @@ def _bound(text: str) -> int:
 
 
 def _operator(stack: RunningStack, *argv: str) -> tuple[int, Any]:
-    parser = argparse.ArgumentParser(prog="outlast")
-    budgets.register(parser.add_subparsers(dest="command", required=True))
-    arguments = parser.parse_args([*argv, "--local", "--port", str(stack.port), "--json"])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = arguments.run(arguments)
-    return code, json.loads(out.getvalue())
+    code, out, _ = run_cli("ops", *argv, "--local", "--port", str(stack.port), "--json")
+    return code, json.loads(out)
 
 
 def _tokens(document: dict[str, Any]) -> int:
@@ -113,7 +105,7 @@ def test_a_tenant_fills_its_budget_is_refused_and_fits_again_once_jobs_settle(
 
     # ... and the client's view agrees with the operator's
     monkeypatch.setenv("OUTLAST_TOKEN", alice)
-    code, out, _ = run(capsys, "budget", "--api-url", stack.url, "--json")
+    code, out, _ = run("budget", "--api-url", stack.url, "--json")
     assert code == 0
     assert json.loads(out)["reservedTokens"] == bounds[2]
     code, shown = _operator(stack, "budgets", "show", "--tenant", tenant)

@@ -27,9 +27,6 @@ API on a busy machine cannot fail the test.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import json
 import time
 import urllib.request
@@ -42,7 +39,6 @@ from typing import Any
 
 import pytest
 
-from outlast.commands import dlq, operator_jobs
 from outlast.local.model_server import messages_hash
 from outlast.operator.dlq import Hold, held_messages, queue_depth
 from outlast.operator.plan import DeadLetter
@@ -56,6 +52,7 @@ from shared.lifecycle import JobStatus
 from shared.payload_reads import result_of
 from shared.ports import JobMessage
 from shared.prompts import template_for
+from tests.support.cli import run as run_cli
 from tests.support.jobs import new_job
 from tests.support.local_stack import RunningStack
 
@@ -94,15 +91,8 @@ class Scene:
 
     def cli(self, *argv: str) -> Run:
         """Run an operator command in this process, against the local stack."""
-        parser = argparse.ArgumentParser(prog="outlast")
-        commands = parser.add_subparsers(dest="command", required=True)
-        dlq.register(commands)
-        operator_jobs.register(commands)
-        arguments = parser.parse_args([*argv, "--local", "--port", str(self.stack.port)])
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = arguments.run(arguments)
-        return Run(code, out.getvalue(), err.getvalue())
+        code, out, err = run_cli("ops", *argv, "--local", "--port", str(self.stack.port))
+        return Run(code, out, err)
 
     def dlq_letters(self) -> dict[str, DeadLetter]:
         """Message id -> DLQ message, read and released at once."""

@@ -1,6 +1,6 @@
 """Webhooks on the local stack, to a receiver on 127.0.0.1 run by the test (DESIGN.md, "Webhooks").
 
-Endpoints are registered with the operator CLI (`outlast webhooks add --local`), jobs are
+Endpoints are registered with the operator CLI (`outlast ops webhooks add --local`), jobs are
 submitted over HTTP, and what arrives is read off the receiver. Signatures are checked here
 with the Standard Webhooks algorithm written out from the spec (HMAC-SHA256 over
 `{id}.{timestamp}.{body}` under the base64-decoded secret, `v1,` + base64), not with the
@@ -134,7 +134,7 @@ def assert_signed(request: Received, *secrets: str) -> None:
 
 
 class Operator:
-    """`outlast webhooks ... --local --port P`, in-process, as an operator would type it."""
+    """`outlast ops webhooks ... --local --port P`, in-process, as an operator would type it."""
 
     def __init__(self, stack: RunningStack, capsys: pytest.CaptureFixture[str]) -> None:
         self._target = ["--local", "--port", str(stack.port)]
@@ -142,7 +142,7 @@ class Operator:
 
     def __call__(self, *argv: str) -> tuple[int, str, str]:
         command, *rest = argv
-        return run(self._capsys, "webhooks", command, *self._target, *rest)
+        return run("ops", "webhooks", command, *self._target, *rest)
 
     def json(self, *argv: str) -> Any:
         code, out, err = self(*argv, "--json")

@@ -11,6 +11,7 @@ from infra.names import (
     API,
     AUTH,
     BUDGETS,
+    CLI_CLIENT,
     CONSOLE_CLIENT,
     CORS_ALLOW_HEADERS,
     CORS_EXPOSE_HEADERS,
@@ -46,9 +47,10 @@ def test_the_seven_routes_exist_and_nothing_else(synthesized):
     assert len(ROUTES) == 7
 
 
-def test_authorizer_accepts_id_tokens_of_the_api_client_and_the_console_client(synthesized):
+def test_authorizer_accepts_id_tokens_of_the_api_the_cli_and_the_console_clients(synthesized):
     pool = synthesized.logical_id(AUTH, USER_POOL)
     client = synthesized.logical_id(AUTH, USER_POOL, USER_POOL_CLIENT)
+    cli = synthesized.logical_id(AUTH, USER_POOL, CLI_CLIENT)
     console = synthesized.logical_id(AUTH, USER_POOL, CONSOLE_CLIENT)
 
     synthesized.template.has_resource_properties(
@@ -58,7 +60,7 @@ def test_authorizer_accepts_id_tokens_of_the_api_client_and_the_console_client(s
             "IdentitySource": ["$request.header.Authorization"],
             "JwtConfiguration": {
                 "Issuer": {"Fn::GetAtt": [pool, "ProviderURL"]},
-                "Audience": [{"Ref": client}, {"Ref": console}],
+                "Audience": [{"Ref": client}, {"Ref": cli}, {"Ref": console}],
             },
         },
     )

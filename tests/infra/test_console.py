@@ -16,6 +16,7 @@ from infra.console_policy import content_security_policy
 from infra.names import (
     API,
     AUTH,
+    CLI_CLIENT,
     CONSOLE,
     CONSOLE_BUCKET,
     CONSOLE_CLIENT,
@@ -25,8 +26,12 @@ from infra.names import (
     REALTIME,
     USER_POOL,
     WEBSOCKET_API,
+    Output,
 )
 from infra.packaging import Packaging
+from outlast.auth.callbacks import CALLBACK_PORTS, CLI_SCOPES
+from outlast.auth.profiles import API_URL_OUTPUT, AUTH_URL_OUTPUT
+from outlast.auth.profiles import CLIENT_ID_OUTPUT as CLI_OUTPUT
 
 pytestmark = pytest.mark.infra
 
@@ -123,6 +128,33 @@ def test_the_console_client_is_public_code_with_pkce_and_cannot_write_the_tenant
     assert "custom:tenant" in properties["ReadAttributes"]
     assert "custom:tenant" not in properties["WriteAttributes"]
     assert properties["SupportedIdentityProviders"] == ["COGNITO"]
+
+
+def test_the_cli_client_is_public_code_with_pkce_on_the_fixed_loopback_ports_only(synthesized):
+    properties = _properties(synthesized, AUTH, USER_POOL, CLI_CLIENT)
+
+    assert properties["GenerateSecret"] is False
+    assert properties["AllowedOAuthFlows"] == ["code"]
+    assert properties["AllowedOAuthFlowsUserPoolClient"] is True
+    assert set(properties["AllowedOAuthScopes"]) == set(CLI_SCOPES)
+    assert "aws.cognito.signin.user.admin" not in properties["AllowedOAuthScopes"]
+    # Cognito matches callback URLs exactly: the ports `outlast login` binds, on 127.0.0.1 only
+    assert properties["CallbackURLs"] == [f"http://127.0.0.1:{port}/callback" for port in CALLBACK_PORTS]
+    assert "LogoutURLs" not in properties
+    assert properties["EnableTokenRevocation"] is True  # `outlast logout` revokes
+    assert properties["RefreshTokenValidity"] == 43_200  # minutes: 30 days
+    assert "custom:tenant" in properties["ReadAttributes"]
+    assert "custom:tenant" not in properties["WriteAttributes"]
+    assert properties["SupportedIdentityProviders"] == ["COGNITO"]
+
+
+def test_the_stack_publishes_what_outlast_login_and_the_operator_tools_read(synthesized):
+    outputs = synthesized.template.to_json()["Outputs"]
+
+    assert outputs[CLI_OUTPUT]["Value"] == {"Ref": synthesized.logical_id(AUTH, USER_POOL, CLI_CLIENT)}
+    assert {API_URL_OUTPUT, AUTH_URL_OUTPUT, CLI_OUTPUT} <= set(outputs)
+    assert outputs[Output.DISPATCH_GRACE_SECONDS]["Value"] == "900"
+    assert outputs[Output.MAX_CRASHES]["Value"] == "2"
 
 
 def test_the_user_pool_domain_uses_managed_login_with_branding_for_the_console_client(synthesized):

@@ -25,3 +25,8 @@ def resources(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> TestResour
     for name, value in created.environment().items():
         monkeypatch.setenv(name, value)
     return created
+
+
+# The fake API and the sign-in server of the command line's tests, for the exit-code scenarios too.
+from tests.integration.test_cli_client import api, fake_time  # noqa: E402, F401
+from tests.integration.test_cli_login import browser, signin_server  # noqa: E402, F401

@@ -9,7 +9,6 @@ answers per method). Tests that sleep take `fake_time`, so they check what was a
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import socket
@@ -24,8 +23,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from outlast.client import TERMINAL_STATUSES
-from outlast.commands import jobs
+from outlast import retry
+from outlast.api.http import TERMINAL_STATUSES
+from outlast.cli.errors import ExitCode
 from tests.support.cli import run
 
 pytestmark = pytest.mark.integration
@@ -40,6 +40,12 @@ Reply = tuple[int, dict[str, str], Any]
 # A scripted answer: a reply, "drop" (the request arrives, no answer leaves) or "answer" (as usual).
 Fault = Reply | Literal["drop", "answer"]
 UNAUTHORIZED: Reply = (401, {}, {"message": "Unauthorized"})
+# How a submitted job's reads go, by its input text (anything else: Pending, Running, Succeeded).
+SCRIPTS = {
+    "fail": ["Pending", "Running", "Failed"],
+    "cancel": ["Pending", "Canceled"],
+    "slow": ["Pending", "Running"],  # never ends
+}
 BUDGET = {
     "period": "2024-05",
     "limitTokens": 1_000_000,
@@ -50,7 +56,7 @@ BUDGET = {
 }
 
 
-def status_document(job_id: str, status: str, attempts: int = 1) -> dict[str, Any]:
+def status_document(job_id: str, status: str, attempts: int = 1, revision: int = 1) -> dict[str, Any]:
     return {
         "jobId": job_id,
         "status": status,
@@ -63,6 +69,10 @@ def status_document(job_id: str, status: str, attempts: int = 1) -> dict[str, An
         "resultUrl": f"/v1/jobs/{job_id}/result" if status == "Succeeded" else None,
         "error": JOB_ERROR if status == "Failed" else None,
         "usage": {"inputTokens": 10, "outputTokens": 5} if status in {"Succeeded", "Failed"} else None,
+        "crashes": 0,
+        "revision": revision,
+        "progress": {"completedSteps": 1 if status == "Succeeded" else 0, "totalSteps": 1},
+        "reservedTokens": None,
     }
 
 
@@ -102,7 +112,7 @@ class FakeJob:
         return self.script[self.position]
 
     def read(self) -> dict[str, Any]:
-        document = status_document(self.job_id, self.state())
+        document = status_document(self.job_id, self.state(), revision=self.position + 1)
         self.position = min(self.position + 1, len(self.script) - 1)
         return document
 
@@ -175,11 +185,7 @@ class FakeApi:
                 return problem(409, "idempotency_key_reused", "Idempotency key reused", "Another request.")
             headers["Idempotent-Replayed"] = "true"
         else:
-            script = [
-                "Pending",
-                "Running",
-                "Failed" if request.body["input"]["text"] == "fail" else "Succeeded",
-            ]
+            script = SCRIPTS.get(request.body["input"]["text"], ["Pending", "Running", "Succeeded"])
             job_id = self.add_job(*script)
             self.keys[key] = (job_id, request.body)
         headers["Location"] = f"/v1/jobs/{job_id}"
@@ -302,9 +308,9 @@ def one_document(stdout: str) -> Any:
 
 
 def test_submit_sends_the_contract_body_with_a_new_key_and_the_bearer_token(api, capsys):
-    code, out, err = run(capsys, "submit", "summarize", "--text", "hello")
+    code, out, err = run("submit", "summarize", "--text", "hello")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     [post] = api.seen("POST")
     assert post.headers["authorization"] == f"Bearer {TOKEN}"
     assert post.body == {"operation": "summarize", "input": {"text": "hello"}}
@@ -322,12 +328,11 @@ def test_submit_sends_options_only_as_given(api, capsys, tmp_path):
     source.write_text("a ticket about billing", encoding="utf-8")
 
     code, _, _ = run(
-        capsys,
         *("submit", "classify", "--file", str(source), "--label", "billing", "--label", "bug"),
         *("--model", "small", "--max-output-tokens", "50", "--idempotency-key", "order-42"),
     )
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     [post] = api.seen("POST")
     assert post.headers["idempotency-key"] == "order-42"
     assert post.body == {
@@ -337,12 +342,10 @@ def test_submit_sends_options_only_as_given(api, capsys, tmp_path):
     }
 
 
-def test_submit_reads_stdin_and_prints_one_json_document(api, capsys, monkeypatch):
-    monkeypatch.setattr("sys.stdin", io.StringIO("from a pipe"))
+def test_submit_reads_stdin_and_prints_one_json_document(api):
+    code, out, err = run("submit", "analyze", "--file", "-", "--json", stdin="from a pipe")
 
-    code, out, err = run(capsys, "submit", "analyze", "--file", "-", "--json")
-
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     document = one_document(out)
     assert document["status"] == "Pending"
     assert document["jobId"] in api.jobs
@@ -351,23 +354,21 @@ def test_submit_reads_stdin_and_prints_one_json_document(api, capsys, monkeypatc
 
 
 def test_a_repeated_key_is_reported_as_a_replay_of_the_same_job(api, capsys):
-    _, first, _ = run(capsys, "submit", "summarize", "--text", "hi", "--idempotency-key", "k-1", "--json")
-    code, second, err = run(
-        capsys, "submit", "summarize", "--text", "hi", "--idempotency-key", "k-1", "--json"
-    )
+    _, first, _ = run("submit", "summarize", "--text", "hi", "--idempotency-key", "k-1", "--json")
+    code, second, err = run("submit", "summarize", "--text", "hi", "--idempotency-key", "k-1", "--json")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert one_document(second)["jobId"] == one_document(first)["jobId"]
     assert "replayed: same job as before" in err
     assert len(api.jobs) == 1
 
 
 def test_a_key_reused_for_other_input_shows_the_problem(api, capsys):
-    run(capsys, "submit", "summarize", "--text", "one", "--idempotency-key", "k-2")
+    run("submit", "summarize", "--text", "one", "--idempotency-key", "k-2")
 
-    code, out, err = run(capsys, "submit", "summarize", "--text", "two", "--idempotency-key", "k-2", "--json")
+    code, out, err = run("submit", "summarize", "--text", "two", "--idempotency-key", "k-2", "--json")
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert out == ""
     assert "Idempotency key reused" in err
     assert "idempotency_key_reused" in err
@@ -378,12 +379,12 @@ def test_a_key_reused_for_other_input_shows_the_problem(api, capsys):
 def test_a_dropped_connection_is_retried_with_the_same_key(api, capsys):
     api.drop_posts = 1
 
-    code, out, err = run(capsys, "submit", "summarize", "--text", "hello", "--json")
+    code, out, err = run("submit", "summarize", "--text", "hello", "--json")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     first, second = api.seen("POST")
     assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
-    assert second.at - first.at >= jobs.NETWORK_BACKOFF_SECONDS[0]
+    assert second.at - first.at >= retry.NETWORK_BACKOFF_SECONDS[0]
     assert "connection was lost" in err
     assert first.headers["idempotency-key"] in err
     assert one_document(out)["jobId"] in api.jobs
@@ -392,9 +393,9 @@ def test_a_dropped_connection_is_retried_with_the_same_key(api, capsys):
 def test_a_throttled_submit_waits_the_retry_after_then_succeeds(api, capsys):
     api.throttle_posts = 1
 
-    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+    code, _, err = run("submit", "summarize", "--text", "hello")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     first, second = api.seen("POST")
     assert second.at - first.at >= 1
     assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
@@ -404,10 +405,10 @@ def test_a_throttled_submit_waits_the_retry_after_then_succeeds(api, capsys):
 def test_throttling_is_honoured_a_bounded_number_of_times(api, capsys):
     api.throttle_posts = 10
 
-    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+    code, _, err = run("submit", "summarize", "--text", "hello")
 
-    assert code == jobs.EXIT_ERROR
-    assert len(api.seen("POST")) == 1 + jobs.THROTTLE_RETRIES
+    assert code == ExitCode.ERROR
+    assert len(api.seen("POST")) == 1 + retry.THROTTLE_RETRIES
     assert "rate_limited" in err
 
 
@@ -422,9 +423,9 @@ def test_a_submit_that_may_have_arrived_keeps_its_warning_when_a_retry_is_refuse
 ):
     api.faults["POST"] = [reached, refused, refused, refused]
 
-    code, out, err = run(capsys, "submit", "summarize", "--text", "hello")
+    code, out, err = run("submit", "summarize", "--text", "hello")
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert out == ""
     key = api.seen("POST")[0].headers["idempotency-key"]
     assert f"the job may or may not exist: rerun with --idempotency-key {key}" in err
@@ -433,9 +434,9 @@ def test_a_submit_that_may_have_arrived_keeps_its_warning_when_a_retry_is_refuse
 def test_a_submit_refused_every_time_says_no_job_was_made(api, capsys, fake_time):
     api.faults["POST"] = [UNAUTHORIZED]
 
-    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+    code, _, err = run("submit", "summarize", "--text", "hello")
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "may or may not exist" not in err
 
 
@@ -443,9 +444,9 @@ def test_a_submit_refused_every_time_says_no_job_was_made(api, capsys, fake_time
 
 
 def test_submit_wait_polls_no_faster_than_retry_after_and_prints_the_result(api, capsys):
-    code, out, err = run(capsys, "submit", "summarize", "--text", "hello", "--wait")
+    code, out, err = run("submit", "summarize", "--text", "hello", "--wait")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert out == OUTPUT + "\n"
     [post] = api.seen("POST")
     job_id = next(iter(api.jobs))
@@ -459,18 +460,18 @@ def test_submit_wait_polls_no_faster_than_retry_after_and_prints_the_result(api,
 
 
 def test_submit_wait_json_prints_only_the_result_document(api, capsys):
-    code, out, _ = run(capsys, "submit", "summarize", "--text", "hello", "--wait", "--json")
+    code, out, _ = run("submit", "summarize", "--text", "hello", "--wait", "--json")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert one_document(out)["output"] == OUTPUT
 
 
 def test_a_failed_job_exits_1_with_its_error(api, capsys):
     job_id = api.add_job("Running", "Failed")
 
-    code, out, err = run(capsys, "status", job_id, "--wait", "--json")
+    code, out, err = run("status", job_id, "--wait", "--json")
 
-    assert code == jobs.EXIT_FAILED
+    assert code == ExitCode.FAILED
     document = one_document(out)
     assert document["status"] == "Failed"
     assert document["error"] == JOB_ERROR
@@ -480,9 +481,9 @@ def test_a_failed_job_exits_1_with_its_error(api, capsys):
 def test_a_canceled_job_exits_3(api, capsys):
     job_id = api.add_job("CancellationRequested", "Canceled")
 
-    code, out, err = run(capsys, "status", job_id, "--wait")
+    code, out, err = run("status", job_id, "--wait")
 
-    assert code == jobs.EXIT_CANCELED
+    assert code == ExitCode.CANCELED
     assert out == ""
     assert "Canceled" in err
 
@@ -495,9 +496,9 @@ def polls_of(api: FakeApi, job_id: str) -> list[float]:
 def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(api, capsys, fake_time):
     job_id = api.add_job("Running")
 
-    code, out, err = run(capsys, "status", job_id, "--wait", "--timeout", "1.5", "--json")
+    code, out, err = run("status", job_id, "--wait", "--timeout", "1.5", "--json")
 
-    assert code == jobs.EXIT_STILL_RUNNING
+    assert code == ExitCode.STILL_RUNNING
     assert one_document(out)["status"] == "Running"
     assert f"outlast status {job_id} --wait" in err
     # Retry-After is 1 s: the last poll comes when the time is up, not before or after.
@@ -507,9 +508,9 @@ def test_a_wait_that_times_out_exits_4_and_says_how_to_resume(api, capsys, fake_
 def test_a_wait_polls_once_more_when_the_time_runs_out_before_the_next_retry_after(api, capsys, fake_time):
     job_id = api.add_job("Running", "Running", "Running", "Succeeded")
 
-    code, out, _ = run(capsys, "status", job_id, "--wait", "--timeout", "2.5")
+    code, out, _ = run("status", job_id, "--wait", "--timeout", "2.5")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert out == OUTPUT + "\n"
     assert polls_of(api, job_id) == [0, 1, 2, 2.5]
 
@@ -519,9 +520,9 @@ def test_the_wait_timeout_also_bounds_the_retries_of_a_failing_poll(api, capsys,
     unavailable = problem(503, "service_unavailable", "Unavailable", "Try later.")
     api.faults["GET"] = ["answer", *[(503, {**unavailable[1], "Retry-After": "120"}, unavailable[2])] * 9]
 
-    code, _, err = run(capsys, "status", job_id, "--wait", "--timeout", "10")
+    code, _, err = run("status", job_id, "--wait", "--timeout", "10")
 
-    assert code == jobs.EXIT_STILL_RUNNING
+    assert code == ExitCode.STILL_RUNNING
     assert f"outlast status {job_id} --wait" in err
     # Polled at once, after the job's Retry-After, then once more when the 10 s were up.
     assert polls_of(api, job_id) == [0, 1, 10]
@@ -532,9 +533,9 @@ def test_the_wait_timeout_bounds_the_first_status_request_too(api, capsys, fake_
     job_id = api.add_job("Running")
     api.faults["GET"] = [(503, {"Retry-After": "120"}, {"message": "Service Unavailable"})] * 9
 
-    code, _, err = run(capsys, "status", job_id, "--wait", "--timeout", "5")
+    code, _, err = run("status", job_id, "--wait", "--timeout", "5")
 
-    assert code == jobs.EXIT_STILL_RUNNING
+    assert code == ExitCode.STILL_RUNNING
     assert polls_of(api, job_id) == [0, 5]
     assert "timed out" in err
 
@@ -547,9 +548,9 @@ def test_ctrl_c_stops_waiting_without_canceling(api, capsys, monkeypatch):
 
     monkeypatch.setattr(time, "sleep", interrupted)  # fault injection: the user presses Ctrl-C
 
-    code, _, err = run(capsys, "status", job_id, "--wait")
+    code, _, err = run("status", job_id, "--wait")
 
-    assert code == jobs.EXIT_STILL_RUNNING
+    assert code == ExitCode.STILL_RUNNING
     assert f"outlast status {job_id} --wait" in err
     assert not api.seen("POST")
 
@@ -559,12 +560,12 @@ def test_ctrl_c_stops_waiting_without_canceling(api, capsys, monkeypatch):
 
 @pytest.mark.parametrize(
     ("status", "expected"),
-    [("Running", jobs.EXIT_OK), ("Succeeded", jobs.EXIT_OK), ("Failed", jobs.EXIT_FAILED)],
+    [("Running", ExitCode.OK), ("Succeeded", ExitCode.OK), ("Failed", ExitCode.FAILED)],
 )
 def test_status_shows_the_document_and_exits_by_status(api, capsys, status, expected):
     job_id = api.add_job(status)
 
-    code, out, _ = run(capsys, "status", job_id)
+    code, out, _ = run("status", job_id)
 
     assert code == expected
     assert job_id in out
@@ -572,9 +573,9 @@ def test_status_shows_the_document_and_exits_by_status(api, capsys, status, expe
 
 
 def test_an_unknown_job_shows_the_problem(api, capsys):
-    code, out, err = run(capsys, "status", str(uuid.uuid4()), "--json")
+    code, out, err = run("status", str(uuid.uuid4()), "--json")
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert out == ""
     for part in (
         "Job not found",
@@ -588,9 +589,9 @@ def test_an_unknown_job_shows_the_problem(api, capsys):
 def test_a_refused_token_shows_api_gateways_message(api, capsys, monkeypatch):
     monkeypatch.setenv("OUTLAST_TOKEN", "expired")
 
-    code, _, err = run(capsys, "status", str(uuid.uuid4()))
+    code, _, err = run("status", str(uuid.uuid4()))
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "HTTP 401: Unauthorized" in err
     assert api.requests[0].headers["authorization"] == "Bearer expired"
 
@@ -600,18 +601,18 @@ def test_token_env_names_another_variable(api, capsys, monkeypatch):
     monkeypatch.setenv("MY_OUTLAST_TOKEN", TOKEN)
     job_id = api.add_job("Running")
 
-    code, _, _ = run(capsys, "status", job_id, "--token-env", "MY_OUTLAST_TOKEN")
+    code, _, _ = run("status", job_id, "--token-env", "MY_OUTLAST_TOKEN")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert api.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
 
 
 def test_a_missing_token_is_a_usage_error_before_any_request(api, capsys, monkeypatch):
     monkeypatch.delenv("OUTLAST_TOKEN")
 
-    code, _, err = run(capsys, "list")
+    code, _, err = run("list")
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "OUTLAST_TOKEN" in err
     assert not api.requests
 
@@ -619,40 +620,40 @@ def test_a_missing_token_is_a_usage_error_before_any_request(api, capsys, monkey
 def test_result_prints_the_output_or_the_whole_document(api, capsys):
     job_id = api.add_job("Succeeded")
 
-    code, out, _ = run(capsys, "result", job_id)
-    assert (code, out) == (jobs.EXIT_OK, OUTPUT + "\n")
+    code, out, _ = run("result", job_id)
+    assert (code, out) == (ExitCode.OK, OUTPUT + "\n")
 
-    code, out, _ = run(capsys, "result", job_id, "--json")
-    assert code == jobs.EXIT_OK
+    code, out, _ = run("result", job_id, "--json")
+    assert code == ExitCode.OK
     assert one_document(out) == {"jobId": job_id, "operation": "summarize", "output": OUTPUT, "usage": None}
 
 
 def test_result_of_an_unfinished_job_is_a_conflict(api, capsys):
-    code, _, err = run(capsys, "result", api.add_job("Running"))
+    code, _, err = run("result", api.add_job("Running"))
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "job_not_succeeded" in err
 
 
 def test_cancel_explains_200_and_202(api, capsys):
-    code, out, _ = run(capsys, "cancel", api.add_job("Pending"))
-    assert code == jobs.EXIT_OK
+    code, out, _ = run("cancel", api.add_job("Pending"))
+    assert code == ExitCode.OK
     assert "Canceled" in out
     assert "had not started" in out
 
     running = api.add_job("Running")
-    code, out, _ = run(capsys, "cancel", running, "--json")
-    assert code == jobs.EXIT_OK
+    code, out, _ = run("cancel", running, "--json")
+    assert code == ExitCode.OK
     assert one_document(out)["status"] == "CancellationRequested"
 
-    code, out, _ = run(capsys, "cancel", running)
+    code, out, _ = run("cancel", running)
     assert "stops at its next check" in out
 
 
 def test_cancel_of_a_finished_job_is_a_conflict(api, capsys):
-    code, _, err = run(capsys, "cancel", api.add_job("Succeeded"))
+    code, _, err = run("cancel", api.add_job("Succeeded"))
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "job_finished" in err
 
 
@@ -660,9 +661,9 @@ def test_cancel_of_a_finished_job_is_a_conflict(api, capsys):
 
 
 def test_list_all_follows_a_short_page_with_a_cursor(api, capsys):
-    code, out, _ = run(capsys, "list", "--all", "--json", "--status", "Failed")
+    code, out, _ = run("list", "--all", "--json", "--status", "Failed")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     page = one_document(out)
     assert [item["jobId"] for item in page["items"]] == [item["jobId"] for item in api.listed]
     assert page["nextCursor"] is None
@@ -672,9 +673,9 @@ def test_list_all_follows_a_short_page_with_a_cursor(api, capsys):
 
 
 def test_list_fills_the_limit_across_short_pages_and_shows_a_table(api, capsys):
-    code, out, err = run(capsys, "list", "--limit", "2")
+    code, out, err = run("list", "--limit", "2")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert [r.query["limit"] for r in api.seen("GET")] == ["2", "1"]
     lines = out.splitlines()
     assert lines[0].split() == ["JOB", "ID", "STATUS", "OPERATION", "CREATED", "ATTEMPTS", "ERROR"]
@@ -694,12 +695,12 @@ def test_an_odd_retry_after_never_crashes_nor_sleeps_for_ages(api, capsys, fake_
     job_id = api.add_job("Running")
     api.faults["GET"] = [(status, {"Retry-After": retry_after}, {"message": "Slow down"})] * 9
 
-    code, _, err = run(capsys, "status", job_id)
+    code, _, err = run("status", job_id)
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert f"HTTP {status}: Slow down" in err
     assert fake_time.slept
-    assert max(fake_time.slept) <= jobs.MAX_RETRY_DELAY_SECONDS
+    assert max(fake_time.slept) <= retry.MAX_RETRY_DELAY_SECONDS
 
 
 # --- connection ------------------------------------------------------------------------------
@@ -711,35 +712,35 @@ def test_a_refused_connection_says_how_to_start_the_local_stack(capsys, monkeypa
         port = probe.getsockname()[1]
     monkeypatch.setenv("OUTLAST_TOKEN", TOKEN)
 
-    code, _, err = run(capsys, "status", str(uuid.uuid4()), "--api-url", f"http://127.0.0.1:{port}")
+    code, _, err = run("status", str(uuid.uuid4()), "--api-url", f"http://127.0.0.1:{port}")
 
-    assert code == jobs.EXIT_ERROR
-    assert f"cannot reach API at http://127.0.0.1:{port}" in err
+    assert code == ExitCode.ERROR
+    assert f"cannot reach http://127.0.0.1:{port}" in err
     assert "outlast local up" in err
     assert "Traceback" not in err
 
 
 def test_budget_shows_the_tenants_budget(api, capsys):
-    code, out, _ = run(capsys, "budget")
+    code, out, _ = run("budget")
 
-    assert code == jobs.EXIT_OK
+    assert code == ExitCode.OK
     assert [request.path for request in api.seen("GET", "/v1/budget")] == ["/v1/budget"]
     assert "budget 2024-05 (resets 2024-06-01 00:00:00Z)" in out
     assert "limit      1,000,000 tokens" in out
     assert "reserved   9,000" in out
     assert "remaining  870,500" in out
 
-    code, out, _ = run(capsys, "budget", "--json")
-    assert (code, one_document(out)) == (jobs.EXIT_OK, BUDGET)
+    code, out, _ = run("budget", "--json")
+    assert (code, one_document(out)) == (ExitCode.OK, BUDGET)
 
 
 def test_a_budget_refusal_shows_the_problem_and_makes_no_job(api, capsys):
     detail = "This job may use up to 9,000 tokens, and 10 of the tenant's 1,000 monthly tokens are left."
     api.faults["POST"] = [problem(403, "budget_exceeded", "The tenant's token budget is exhausted", detail)]
 
-    code, _, err = run(capsys, "submit", "summarize", "--text", "hello")
+    code, _, err = run("submit", "summarize", "--text", "hello")
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "budget_exceeded" in err
     assert detail in err
     assert len(api.seen("POST")) == 1  # a 403 is not retried

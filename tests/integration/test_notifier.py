@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -21,12 +22,18 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from functions.notifier.handler import lambda_handler as notifier_handler
-from outlast.local.websocket_front import ConnectionRegistry, ManagementApi, WebSocketConfig, WebSocketFront
+from outlast.local.websocket_front import (
+    ConnectionRegistry,
+    ManagementApi,
+    WebSocketConfig,
+    WebSocketFront,
+    WebSocketRoute,
+)
 from shared import resources as r
 from shared.adapters.dynamodb_connections import DynamoConnectionStore
 from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
-from shared.realtime import Connection
+from shared.realtime import CONNECT_GRACE, Connection
 from tests.support import jobs
 from tests.support.aws import REGION, create_connections_table, create_webhooks_queues, create_webhooks_table
 from tests.support.events import job_stream_record as _record
@@ -49,7 +56,7 @@ class Sockets:
     store: DynamoConnectionStore
     clients: contextlib.ExitStack
 
-    def open(self, owner: Caller) -> tuple[str, ClientConnection]:
+    def open(self, owner: Caller, connected_at: datetime | None = None) -> tuple[str, ClientConnection]:
         """A real client on the local front, recorded under `owner` as $connect would."""
         before = set(self.registry.ids())
         client = self.clients.enter_context(connect(self.front.url, open_timeout=10, ping_interval=None))
@@ -59,7 +66,11 @@ class Sockets:
             if new:
                 (connection_id,) = new
                 self.store.add_connection(
-                    Connection(connection_id=connection_id, owner=owner, connected_at=jobs.now_millis())
+                    Connection(
+                        connection_id=connection_id,
+                        owner=owner,
+                        connected_at=connected_at or jobs.now_millis(),
+                    )
                 )
                 return connection_id, client
             time.sleep(0.01)
@@ -172,7 +183,8 @@ def test_a_failing_post_does_not_fail_the_batch(sockets: Sockets) -> None:
 
 def test_a_connection_that_answers_410_is_deleted(sockets: Sockets) -> None:
     job = jobs.new_job(ALICE)
-    gone_id, gone = sockets.open(ALICE)
+    # Past its handshake's window: a 410 then means gone, not "still opening".
+    gone_id, gone = sockets.open(ALICE, connected_at=jobs.now_millis() - CONNECT_GRACE)
     gone.close()
     deadline = time.monotonic() + 10
     while sockets.registry.get(gone_id) is not None and time.monotonic() < deadline:
@@ -187,3 +199,39 @@ def test_a_connection_that_answers_410_is_deleted(sockets: Sockets) -> None:
     assert [f["job"]["revision"] for f in _received_until_pong(alive)] == [1]
     with pytest.raises(ConnectionClosed):
         gone.recv(timeout=1)
+
+
+def test_a_push_during_the_handshake_does_not_lose_the_connection_for_later_updates(
+    sockets: Sockets, resources: TestResources
+) -> None:
+    """Issue 22: `submit --wait` waited 30 s for a job that ended in 3. $connect records the
+    connection before API Gateway completes the handshake, and until it does a post to it answers
+    410 (AWS and the local front alike); a notifier batch that lands in that window must not
+    forget the connection, or every later update of its life (the terminal one too) reaches no one."""
+    assert resources
+    job = jobs.new_job(ALICE)
+
+    def connect_route(event: dict[str, Any]) -> dict[str, Any]:
+        # What functions/ws_connections does, then a notifier batch before the handshake ends.
+        context = event["requestContext"]
+        sockets.store.add_connection(
+            Connection(connection_id=context["connectionId"], owner=ALICE, connected_at=jobs.now_millis())
+        )
+        assert _notify([_record(_at(job, 1, JobStatus.PENDING), 1, "submit", "INSERT")]) == {
+            "batchItemFailures": []
+        }
+        return {"statusCode": 200}
+
+    front = WebSocketFront(sockets.registry, log=lambda _line: None).start(
+        WebSocketConfig(
+            api_id="local", stage="live", routes={"$connect": WebSocketRoute("$connect", connect_route)}
+        )
+    )
+    try:
+        with connect(front.url, open_timeout=10, ping_interval=None) as client:
+            _notify([_record(_at(job, 3, JobStatus.SUCCEEDED), 2, "terminal")])
+
+            frames = [f for f in _received_until_pong(client) if f.get("type") == "job"]
+            assert [(f["job"]["revision"], f["job"]["status"]) for f in frames] == [(3, "Succeeded")]
+    finally:
+        front.stop()

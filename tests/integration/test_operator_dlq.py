@@ -1,4 +1,4 @@
-"""`outlast dlq list` and `outlast dlq redrive` against moto, through a CloudFormation stack's outputs.
+"""`outlast ops dlq list` and `outlast ops dlq redrive` against moto, through a stack's outputs.
 
 The stack is a stand-in created in moto whose outputs name this test's table, queues and bucket,
 so every command here runs the AWS path (`--stack-name`, DescribeStacks, the operator's
@@ -7,7 +7,6 @@ credentials) exactly as on-call would. The worker is not running: the tests play
 
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
 from collections.abc import Callable
@@ -19,8 +18,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from outlast.commands import budgets, dlq, operator_jobs
 from outlast.operator import dlq as operator_dlq
+from outlast.operator.commands import dlq as dlq_command
 from shared import resources as r
 from shared.adapters.dynamo_items import INPUT_SORT_VALUE, job_key, job_pk
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
@@ -33,6 +32,7 @@ from shared.lifecycle import JobStatus
 from shared.ports import JobMessage, Lease, Transition
 from tests.support import jobs
 from tests.support.aws import REGION
+from tests.support.cli import run as run_cli
 from tests.support.pipeline import Queues, create_queues
 
 if TYPE_CHECKING:
@@ -216,19 +216,12 @@ class World:
 
 
 def build_cli(capsys: pytest.CaptureFixture[str], target: list[str]) -> Callable[..., Run]:
-    """The operator command groups on a parser of their own (cli.py is not needed to test them)."""
-    parser = argparse.ArgumentParser(prog="outlast")
-    commands = parser.add_subparsers(dest="command", required=True)
-    dlq.register(commands)
-    operator_jobs.register(commands)
-    budgets.register(commands)
+    """`outlast ops ARGV... TARGET...` through click's runner (capsys: kept for the callers' shape)."""
+    assert capsys is not None
 
     def run(*argv: str) -> Run:
-        capsys.readouterr()
-        arguments = parser.parse_args([*argv, *target])
-        code = arguments.run(arguments)
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
+        code, out, err = run_cli("ops", *argv, *target)
+        return Run(code, out, err)
 
     return run
 
@@ -250,6 +243,9 @@ def create_world(
         "IsolationQueueUrl": queues.isolation_url,
         "IsolationDlqUrl": queues.isolation_dlq_url,
         "PayloadBucketName": resources.bucket,
+        # The stage's settings the redrive commands act by: read from the stack, never from flags.
+        "DispatchGraceSeconds": "600",
+        "MaxCrashes": "2",
         **(more_outputs or {}),
     }
     stack_name = f"outlast-{suffix}"
@@ -523,7 +519,7 @@ def test_a_job_that_moves_on_after_the_plan_is_left_alone(
         )
         return joined
 
-    monkeypatch.setattr(dlq, "join", join_then_sweep)
+    monkeypatch.setattr(dlq_command, "join", join_then_sweep)
 
     # When the redrive runs
     run = world.cli("dlq", "redrive", "--job-id", dead.job_id)
@@ -552,7 +548,7 @@ def test_a_recover_leaves_a_job_whose_worker_renewed_its_lease_after_the_plan(
         )
         return joined
 
-    monkeypatch.setattr(dlq, "join", join_then_heartbeat)
+    monkeypatch.setattr(dlq_command, "join", join_then_heartbeat)
 
     # When the redrive runs
     run = world.cli("dlq", "redrive", "--job-id", slow.job_id)

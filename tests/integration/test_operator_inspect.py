@@ -1,4 +1,4 @@
-"""`outlast jobs inspect` and target resolution (`--stack-name`, `--local`) against moto."""
+"""`outlast ops jobs inspect` and target resolution (`--stack-name`, `--local`) against moto."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import boto3
 import pytest
 
 import outlast.local.stack
-from outlast.commands.local import DEFAULT_PORT
-from outlast.operator.targets import DEFAULT_LOCAL_PORT
+from outlast.cli.local import DEFAULT_PORT
+from outlast.cli.ops.common import DEFAULT_LOCAL_PORT
 from shared.adapters.dynamo_items import job_key
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.contract import Operation
@@ -106,7 +106,7 @@ def test_inspect_finds_large_payloads_in_s3_and_says_when_they_are_gone(world: W
 def test_inspect_of_an_unknown_job_exits_1_and_a_bad_id_exits_2(world: World) -> None:
     unknown = world.cli("jobs", "inspect", jobs.new_job().job_id)
     assert unknown.code == 1
-    assert "no job" in unknown.out
+    assert "no job" in unknown.err
     assert world.cli("jobs", "inspect", "nope").code == 2
 
 
@@ -156,6 +156,7 @@ def test_local_target_reads_the_local_stacks_state_file(
             "OutboxRelayFailures4C4A023F": world.queues.relay_failures_url,
         },
         "buckets": {"StoragePayloadBucketEAD0BC18": world.resources.bucket},
+        "outputs": {"DispatchGraceSeconds": 900, "MaxCrashes": 2},
     }
     (tmp_path / "stack-59123.json").write_text(json.dumps(state))
     failed = world.failed()

@@ -1,4 +1,4 @@
-"""`outlast jobs redrive` against moto, through a CloudFormation stack's outputs.
+"""`outlast ops jobs redrive` against moto, through a CloudFormation stack's outputs.
 
 Failed jobs whose message is gone (the worker or the sweeper finished it): named by id, or found
 by a scan of the jobs table for an error code since an instant. The worker is not running: the
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.exceptions import ClientError
 
-from outlast.commands import operator_jobs
 from outlast.operator import job_redrive
+from outlast.operator.commands import jobs as operator_jobs
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.clock import to_iso
 from shared.job import JobError, JobRecord
@@ -351,12 +351,13 @@ def test_a_failed_send_after_the_write_reruns_without_loss(
         raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "SendMessage")
 
     monkeypatch.setattr(SqsJobQueue, "send", throttled)
-    first = world.cli("jobs", "redrive", failed.job_id, "--dispatch-grace-seconds", "600")
+    first = world.cli("jobs", "redrive", failed.job_id)
 
     # Then the job is Pending (redriven once) without a message, and the output says how to finish
     assert first.code == 1
     assert "not sent to the jobs queue" in first.out
-    assert f"rerun `outlast jobs redrive {failed.job_id}`" in first.out
+    assert f"rerun `outlast ops jobs redrive {failed.job_id}`" in first.out
+    # the stack's dispatchGraceSeconds (an output), never a flag the operator restates
     assert "the sweeper re-sends it after its grace (600 s)" in first.out
     assert world.job(failed.job_id).status is JobStatus.PENDING
     assert world.depth(world.queues.jobs_url) == (0, 0)
@@ -388,7 +389,7 @@ def test_an_interrupt_after_the_write_says_how_to_finish_and_a_rerun_does(
     # Then the run stops: the first job Pending without a message, the second untouched
     assert first.code == 130
     assert f"job {first_job.job_id} was in progress" in first.out
-    assert f"Rerun `outlast jobs redrive {first_job.job_id}`" in first.out
+    assert f"Rerun `outlast ops jobs redrive {first_job.job_id}`" in first.out
     assert "sweeper re-sends it after its grace" in first.out
     assert world.job(first_job.job_id).status is JobStatus.PENDING
     assert world.job(second_job.job_id).status is JobStatus.FAILED

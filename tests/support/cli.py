@@ -1,14 +1,13 @@
-"""Running the `outlast` command line in-process, as a test would type it."""
+"""Running the `outlast` command line in-process through click's test runner, as a person would type it."""
 
 from __future__ import annotations
 
-import pytest
+from click.testing import CliRunner
 
-from outlast.cli import main
+from outlast.cli.app import cli
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+def run(*argv: str, stdin: str | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """The exit code, stdout and stderr of `outlast ARGV...`."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    result = CliRunner().invoke(cli, list(argv), input=stdin, env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr

@@ -23,7 +23,7 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 from moto.utilities.utils import load_resource
 
-from outlast.commands.local import issue_token, local_client
+from outlast.local.access import issue_token, local_client
 from outlast.local.iam.denials import Denial, DenialLog
 from outlast.local.model_server import messages_hash
 from outlast.local.process import free_port, interrupt, start_until_ready

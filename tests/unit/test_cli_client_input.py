@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from outlast.client import ApiUnreachableError, OutlastClient
-from outlast.commands import jobs
+from outlast.api.http import ApiUnreachableError, HttpApi
+from outlast.cli.errors import ExitCode
 from tests.support.cli import run
 
 JOB_ID = "0b7f3c1e-8a4d-4e2b-9c6f-1d2e3f4a5b6c"
@@ -40,9 +40,9 @@ def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 def test_a_malformed_token_is_a_usage_error_that_never_shows_it(capsys, monkeypatch, slept, token):
     monkeypatch.setenv("OUTLAST_TOKEN", token)
 
-    code, out, err = run(capsys, "status", JOB_ID, "--api-url", API_URL)
+    code, out, err = run("status", JOB_ID, "--api-url", API_URL)
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert "$OUTLAST_TOKEN" in err
     assert SECRET not in out + err
     assert not slept
@@ -51,14 +51,14 @@ def test_a_malformed_token_is_a_usage_error_that_never_shows_it(capsys, monkeypa
 @pytest.mark.parametrize("token", BAD_TOKENS)
 def test_the_client_refuses_a_malformed_token_without_quoting_it(token):
     with pytest.raises(ValueError, match="token") as refused:
-        OutlastClient(API_URL, token)
+        HttpApi(API_URL, token)
 
     assert SECRET not in str(refused.value)
 
 
 def test_a_header_http_cannot_carry_fails_without_a_traceback_or_its_value():
     # The backstop behind the checks: the idempotency key is checked by argparse, not the client.
-    client = OutlastClient(API_URL, "header.payload.signature")
+    client = HttpApi(API_URL, "header.payload.signature")
 
     with pytest.raises(ApiUnreachableError) as refused:
         client.submit({"operation": "summarize", "input": {"text": "t"}}, f"{SECRET}\nX-Injected: 1")
@@ -81,16 +81,16 @@ BAD_URLS = [
 @pytest.mark.parametrize("url", BAD_URLS)
 def test_the_client_refuses_an_api_url_it_could_not_reach(url):
     with pytest.raises(ValueError, match="API URL"):
-        OutlastClient(url, "token")
+        HttpApi(url, "token")
 
 
 @pytest.mark.parametrize("url", BAD_URLS)
 def test_a_bad_api_url_is_a_usage_error_not_a_lost_connection(capsys, monkeypatch, slept, url):
     monkeypatch.setenv("OUTLAST_TOKEN", "header.payload.signature")
 
-    code, out, err = run(capsys, "submit", "summarize", "--text", "t", "--api-url", url)
+    code, out, err = run("submit", "summarize", "--text", "t", "--api-url", url)
 
-    assert code == jobs.EXIT_ERROR
+    assert code == ExitCode.ERROR
     assert out == ""
     assert "error: API URL" in err
     assert "may or may not exist" not in err
@@ -99,7 +99,7 @@ def test_a_bad_api_url_is_a_usage_error_not_a_lost_connection(capsys, monkeypatc
 
 def test_credentials_in_the_api_url_are_refused_without_being_shown():
     with pytest.raises(ValueError, match="API URL") as refused:
-        OutlastClient("https://user:hunter2@api.example.com", "token")
+        HttpApi("https://user:hunter2@api.example.com", "token")
 
     assert "hunter2" not in str(refused.value)
 
@@ -114,4 +114,4 @@ def test_credentials_in_the_api_url_are_refused_without_being_shown():
     ],
 )
 def test_usual_api_urls_are_accepted(url):
-    assert OutlastClient(url, "header.payload.signature").api_url == url.rstrip("/")
+    assert HttpApi(url, "header.payload.signature").api_url == url.rstrip("/")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import errno
 import http.client
 import io
@@ -10,23 +9,28 @@ import json
 import socket
 import urllib.error
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from outlast.cli import build_parser
-from outlast.client import (
+from outlast import retry
+from outlast.api.http import (
     MAX_RETRY_AFTER_SECONDS,
     Answer,
     ApiError,
     ApiUnreachableError,
     ConnectionLostError,
-    OutlastClient,
-    StatusDocument,
+    HttpApi,
     classify_connection_error,
     parse_retry_after,
 )
-from outlast.commands import jobs
+from outlast.api.models import StatusDocument
+from outlast.cli import formats, jobs
+from outlast.cli.console import Console, plain_table
+from outlast.cli.errors import CliError, ExitCode
+from outlast.cli.progress import Progress
+from tests.support.cli import run
 
 JOB_ID = "0b7f3c1e-8a4d-4e2b-9c6f-1d2e3f4a5b6c"
 
@@ -44,9 +48,13 @@ def status_document(status: str = "Running", **changes: Any) -> StatusDocument:
         "resultUrl": None,
         "error": None,
         "usage": None,
+        "crashes": 0,
+        "revision": 1,
+        "progress": {"completedSteps": 0, "totalSteps": 1},
+        "reservedTokens": None,
     }
     document.update(changes)
-    return document  # type: ignore[return-value]
+    return StatusDocument.model_validate(document)
 
 
 def api_error(status: int, body: Any, headers: dict[str, str] | None = None, text: str = "") -> ApiError:
@@ -88,18 +96,6 @@ def test_exit_code_reports_the_job_status(status, code):
     assert jobs.exit_code_for(status) == code
 
 
-def test_exit_codes_are_documented_in_help_and_docstring():
-    for text in (jobs.EXIT_CODES_EPILOG, jobs.__doc__ or ""):
-        for code in (
-            jobs.EXIT_OK,
-            jobs.EXIT_FAILED,
-            jobs.EXIT_ERROR,
-            jobs.EXIT_CANCELED,
-            jobs.EXIT_STILL_RUNNING,
-        ):
-            assert f"  {code}  " in text
-
-
 @pytest.mark.parametrize(
     ("error", "may_exist"),
     [
@@ -118,15 +114,24 @@ def test_a_failed_submit_may_have_created_the_job_unless_it_surely_did_not(error
 
 
 def test_submit_request_holds_options_only_when_given():
-    assert jobs.build_submit_request("summarize", "text", None, None, None) == {
+    def body(request: Any) -> dict[str, Any]:
+        dumped: dict[str, Any] = request.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return dumped
+
+    assert body(jobs.build_submit_request("summarize", "text", (), None, None)) == {
         "operation": "summarize",
         "input": {"text": "text"},
     }
-    assert jobs.build_submit_request("classify", "t", ["a", "b"], "small", 64) == {
+    assert body(jobs.build_submit_request("classify", "t", ("a", "b"), "small", 64)) == {
         "operation": "classify",
         "input": {"text": "t"},
         "options": {"model": "small", "maxOutputTokens": 64, "labels": ["a", "b"]},
     }
+
+
+def test_a_request_the_contract_refuses_is_a_usage_error_before_any_request():
+    with pytest.raises(CliError, match=r"input\.text"):
+        jobs.build_submit_request("summarize", "", (), None, None)
 
 
 def test_a_new_idempotency_key_is_a_uuid4_each_time():
@@ -135,80 +140,66 @@ def test_a_new_idempotency_key_is_a_uuid4_each_time():
     assert first != second
 
 
-@pytest.mark.parametrize("key", ["k", "x" * 255, "order-42:retry!", '"quoted"'])
-def test_idempotency_keys_of_visible_ascii_are_accepted(key):
-    assert jobs.idempotency_key(key) == key
+# Arguments are checked before any token or request: these run with no token at all.
 
 
 @pytest.mark.parametrize("key", ["", "x" * 256, "has space", "tab\t", "caf\u00e9"])
 def test_other_idempotency_keys_are_refused(key):
-    with pytest.raises(argparse.ArgumentTypeError):
-        jobs.idempotency_key(key)
+    code, _, err = run("submit", "summarize", "--text", "t", "--idempotency-key", key)
 
-
-@pytest.mark.parametrize(("value", "limit"), [("1", 1), ("100", 100)])
-def test_page_limit_accepts_1_to_100(value, limit):
-    assert jobs.page_limit(value) == limit
+    assert code == ExitCode.ERROR
+    assert "1-255 visible ASCII" in err
 
 
 @pytest.mark.parametrize("value", ["0", "101", "ten", "2.5"])
-def test_page_limit_refuses_the_rest(value):
-    with pytest.raises(argparse.ArgumentTypeError):
-        jobs.page_limit(value)
+def test_the_list_limit_is_1_to_100(value):
+    code, _, err = run("list", "--limit", value)
+
+    assert code == ExitCode.ERROR
+    assert "--limit" in err
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "soon"])
 def test_timeout_must_be_positive_seconds(value):
-    with pytest.raises(argparse.ArgumentTypeError):
-        jobs.positive_seconds(value)
+    code, _, err = run("status", JOB_ID, "--wait", "--timeout", value)
+
+    assert code == ExitCode.ERROR
+    assert "--timeout" in err
 
 
 @pytest.mark.parametrize("option", ["--token", "--token-env"])
-def test_the_token_is_never_a_command_line_argument_nor_echoed(capsys, option):
-    with pytest.raises(SystemExit) as exited:
-        build_parser().parse_args(["status", JOB_ID, option, "eyJhbGciOi.eyJzdWIi.c2lnbmF0dXJl"])
-    assert exited.value.code == jobs.EXIT_ERROR
-    assert "eyJ" not in capsys.readouterr().err
+def test_the_token_is_never_a_command_line_argument_nor_echoed(option):
+    code, out, err = run("status", JOB_ID, option, "eyJhbGciOi.eyJzdWIi.c2lnbmF0dXJl")
+
+    assert code == ExitCode.ERROR
+    assert "eyJ" not in out + err
 
 
-def test_token_env_names_a_variable():
-    assert jobs.variable_name("MY_TOKEN_2") == "MY_TOKEN_2"
+@pytest.mark.parametrize(
+    "argv", [["submit", "summarize"], ["submit", "summarize", "--text", "a", "--file", "b"]]
+)
+def test_submit_needs_exactly_one_input(argv):
+    code, _, err = run(*argv)
 
-
-def test_submit_needs_exactly_one_input(capsys):
-    parser = build_parser()
-    for argv in (["submit", "summarize"], ["submit", "summarize", "--text", "a", "--file", "b"]):
-        with pytest.raises(SystemExit) as exited:
-            parser.parse_args(argv)
-        assert exited.value.code == jobs.EXIT_ERROR
-    capsys.readouterr()
-
-
-def test_submit_arguments_parse_into_the_request_parts():
-    arguments = build_parser().parse_args(
-        ["submit", "classify", "--text", "t", "--label", "a", "--label", "b", "--wait", "--timeout", "30"]
-    )
-    assert (arguments.operation, arguments.text, arguments.labels) == ("classify", "t", ["a", "b"])
-    assert (arguments.wait, arguments.timeout, arguments.json) == (True, 30.0, False)
-    assert arguments.token_env == "OUTLAST_TOKEN"
+    assert code == ExitCode.ERROR
+    assert "--text" in err
 
 
 # --- formatting ------------------------------------------------------------------------------
 
 
-def test_times_are_shortened_and_bad_ones_kept():
-    assert jobs.format_time("2024-05-01T12:00:05.123Z") == "2024-05-01 12:00:05Z"
-    assert jobs.format_time(None) == "-"
-    assert jobs.format_time("yesterday") == "yesterday"
+def test_times_are_shortened_to_the_second_in_utc():
+    assert formats.format_time(datetime(2024, 5, 1, 12, 0, 5, 123_000, tzinfo=UTC)) == "2024-05-01 12:00:05Z"
+    assert formats.format_time(None) == "-"
 
 
 def test_status_shows_error_usage_and_result_only_when_present():
-    running = jobs.format_status(status_document("Running"))
+    running = formats.format_status(status_document("Running"))
     assert "status     Running" in running
     assert "error" not in running
     assert "usage" not in running
 
-    failed = jobs.format_status(
+    failed = formats.format_status(
         status_document(
             "Failed",
             error={"code": "content_policy", "message": "Refused."},
@@ -221,20 +212,31 @@ def test_status_shows_error_usage_and_result_only_when_present():
 
 def test_the_table_has_a_header_and_one_aligned_row_per_job():
     failed = status_document("Failed", error={"code": "retries_exhausted", "message": "Gave up."}, attempts=3)
-    table = jobs.format_table([status_document("Running"), failed]).splitlines()
+    rows = [formats.job_row(status_document("Running")), formats.job_row(failed)]
+    table = plain_table(formats.JOB_COLUMNS, rows)
 
     assert table[0].split() == ["JOB", "ID", "STATUS", "OPERATION", "CREATED", "ATTEMPTS", "ERROR"]
     assert table[1].split() == [JOB_ID, "Running", "summarize", "2024-05-01", "12:00:05Z", "1", "-"]
     assert table[2].split()[-2:] == ["3", "retries_exhausted"]
     assert table[1].index("summarize") == table[0].index("OPERATION")
-    assert jobs.format_table([]) == "no jobs"
+
+
+def test_on_a_terminal_the_table_is_riches_with_the_same_cells():
+    out = FakeTerminal()
+
+    Console(json_mode=False, out=out).table(
+        formats.JOB_COLUMNS, [formats.job_row(status_document("Running"))]
+    )
+
+    assert "JOB ID" in out.getvalue()
+    assert "Running" in out.getvalue()
 
 
 def test_a_problem_shows_title_detail_code_params_and_correlation_id():
     error = api_error(
         400, problem(400, "invalid_request", invalidParams=[{"name": "options.labels", "reason": "required"}])
     )
-    assert jobs.format_api_error(error) == [
+    assert formats.format_api_error(error) == [
         "error: Something went wrong (HTTP 400, invalid_request)",
         "  What to do about it.",
         "  - options.labels: required",
@@ -243,12 +245,12 @@ def test_a_problem_shows_title_detail_code_params_and_correlation_id():
 
 
 def test_api_gateways_own_answers_show_their_message_and_request_id():
-    lines = jobs.format_api_error(api_error(401, {"message": "Unauthorized"}, {"apigw-requestid": "gw-1"}))
+    lines = formats.format_api_error(api_error(401, {"message": "Unauthorized"}, {"apigw-requestid": "gw-1"}))
 
     assert lines[0] == "error: HTTP 401: Unauthorized"
-    assert "outlast local token" in lines[1]
+    assert "outlast login" in lines[1]
     assert lines[-1] == "  correlation id: gw-1"
-    assert jobs.format_api_error(api_error(429, {"message": "Too Many Requests"})) == [
+    assert formats.format_api_error(api_error(429, {"message": "Too Many Requests"})) == [
         "error: HTTP 429: Too Many Requests"
     ]
 
@@ -256,22 +258,22 @@ def test_api_gateways_own_answers_show_their_message_and_request_id():
 def test_a_body_that_is_not_json_is_shown_briefly():
     error = ApiError(502, {}, None, "<html>\n  Bad   gateway " + "x" * 500)
 
-    [line] = jobs.format_api_error(error)
+    [line] = formats.format_api_error(error)
     assert line.startswith("error: HTTP 502: <html> Bad gateway x")
     assert len(line) < 240
 
 
 def test_progress_line_says_status_attempts_and_elapsed():
-    assert jobs.progress_line(JOB_ID, status_document("Running", attempts=2), 12.4) == (
+    assert formats.progress_line(JOB_ID, status_document("Running", attempts=2), 12.4) == (
         f"job {JOB_ID}: Running, attempts 2, 12 s elapsed"
     )
-    assert jobs.progress_line(JOB_ID, None, 0) == f"job {JOB_ID}: waiting, 0 s elapsed"
+    assert formats.progress_line(JOB_ID, None, 0) == f"job {JOB_ID}: waiting, 0 s elapsed"
 
 
 def test_loopback_urls_are_the_local_stack():
-    assert jobs.is_loopback("http://127.0.0.1:8000")
-    assert jobs.is_loopback("http://localhost:9000/")
-    assert not jobs.is_loopback("https://abc.execute-api.eu-west-1.amazonaws.com")
+    assert formats.is_loopback("http://127.0.0.1:8000")
+    assert formats.is_loopback("http://localhost:9000/")
+    assert not formats.is_loopback("https://abc.execute-api.eu-west-1.amazonaws.com")
 
 
 # --- output streams --------------------------------------------------------------------------
@@ -279,7 +281,7 @@ def test_loopback_urls_are_the_local_stack():
 
 def test_json_mode_prints_only_the_document_on_stdout():
     out, err = io.StringIO(), io.StringIO()
-    console = jobs.Console(json_mode=True, out=out, err=err)
+    console = Console(json_mode=True, out=out, err=err)
 
     console.note("idempotency key: k")
     console.show("human text", {"jobId": JOB_ID})
@@ -290,7 +292,7 @@ def test_json_mode_prints_only_the_document_on_stdout():
 
 def test_human_mode_prints_the_text_once_with_one_newline():
     out = io.StringIO()
-    console = jobs.Console(json_mode=False, out=out, err=io.StringIO())
+    console = Console(json_mode=False, out=out, err=io.StringIO())
 
     console.show("line\n", {})
     console.show(None, {})
@@ -300,11 +302,11 @@ def test_human_mode_prints_the_text_once_with_one_newline():
 
 def test_progress_on_a_terminal_is_one_updating_line():
     err = FakeTerminal()
-    console = jobs.Console(json_mode=False, out=io.StringIO(), err=err)
-    progress = jobs.Progress(console, JOB_ID)
+    console = Console(json_mode=False, out=io.StringIO(), err=err)
+    progress = Progress(console, JOB_ID)
 
-    progress.update(status_document("Pending", attempts=0))
-    progress.update(status_document("Running"))
+    progress.update(status_document("Pending", attempts=0), {})
+    progress.update(status_document("Running"), {})
     progress.close()
     console.note("done")
 
@@ -316,13 +318,15 @@ def test_progress_on_a_terminal_is_one_updating_line():
 
 def test_progress_of_a_multi_step_job_on_a_terminal_is_a_bar_of_its_steps():
     err = FakeTerminal()
-    console = jobs.Console(json_mode=False, out=io.StringIO(), err=err)
-    progress = jobs.Progress(console, JOB_ID)
+    console = Console(json_mode=False, out=io.StringIO(), err=err)
+    progress = Progress(console, JOB_ID)
 
-    progress.update(status_document("Pending", attempts=0, progress={"completedSteps": 0, "totalSteps": 9}))
-    progress.update(status_document("Running", progress={"completedSteps": 3, "totalSteps": 9}))
+    progress.update(
+        status_document("Pending", attempts=0, progress={"completedSteps": 0, "totalSteps": 9}), {}
+    )
+    progress.update(status_document("Running", progress={"completedSteps": 3, "totalSteps": 9}), {})
     console.note("a note above the bar")
-    progress.update(status_document("Succeeded", progress={"completedSteps": 9, "totalSteps": 9}))
+    progress.update(status_document("Succeeded", progress={"completedSteps": 9, "totalSteps": 9}), {})
     progress.close()
 
     text = err.getvalue()
@@ -334,10 +338,10 @@ def test_progress_of_a_multi_step_job_on_a_terminal_is_a_bar_of_its_steps():
 
 def test_a_one_step_job_keeps_the_plain_line():
     err = FakeTerminal()
-    console = jobs.Console(json_mode=False, out=io.StringIO(), err=err)
-    progress = jobs.Progress(console, JOB_ID)
+    console = Console(json_mode=False, out=io.StringIO(), err=err)
+    progress = Progress(console, JOB_ID)
 
-    progress.update(status_document("Running", progress={"completedSteps": 0, "totalSteps": 1}))
+    progress.update(status_document("Running", progress={"completedSteps": 0, "totalSteps": 1}), {})
 
     assert console.bar is None
     assert "steps" not in err.getvalue()
@@ -345,10 +349,10 @@ def test_a_one_step_job_keeps_the_plain_line():
 
 def test_progress_elsewhere_prints_a_line_per_step_of_a_multi_step_job():
     err = io.StringIO()
-    progress = jobs.Progress(jobs.Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)
+    progress = Progress(Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)
 
     for done in (1, 2, 2):
-        progress.update(status_document("Running", progress={"completedSteps": done, "totalSteps": 4}))
+        progress.update(status_document("Running", progress={"completedSteps": done, "totalSteps": 4}), {})
 
     lines = err.getvalue().splitlines()
     assert [line.split("steps ")[1].split(",")[0] for line in lines] == ["1/4", "2/4"]
@@ -356,14 +360,14 @@ def test_progress_elsewhere_prints_a_line_per_step_of_a_multi_step_job():
 
 def test_progress_elsewhere_prints_a_line_per_change_only():
     err = io.StringIO()
-    progress = jobs.Progress(jobs.Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)
+    progress = Progress(Console(json_mode=False, out=io.StringIO(), err=err), JOB_ID)
 
     for document in (
         status_document("Pending", attempts=0),
         status_document("Running"),
         status_document("Running"),
     ):
-        progress.update(document)
+        progress.update(document, {})
 
     lines = err.getvalue().splitlines()
     assert len(lines) == 2
@@ -393,13 +397,13 @@ def test_a_huge_retry_after_is_capped_not_a_crash(value):
 
 
 def test_answers_say_when_they_replay():
-    assert Answer(202, {"idempotent-replayed": "true"}, None).replayed
-    assert not Answer(202, {}, None).replayed
-    assert Answer(200, {"retry-after": "4"}, None).retry_after == 4
+    assert Answer(202, {"idempotent-replayed": "true"}, {}, None).replayed
+    assert not Answer(202, {}, {}, None).replayed
+    assert Answer(200, {"retry-after": "4"}, {}, None).retry_after == 4
 
 
 def test_429_is_retried_twice_after_the_retry_after_or_the_fallback():
-    budget = jobs.RetryBudget()
+    budget = retry.RetryBudget()
 
     first = budget.next_retry(api_error(429, problem(429, "rate_limited"), {"retry-after": "5"}))
     second = budget.next_retry(api_error(429, {"message": "Too Many Requests"}))
@@ -407,38 +411,38 @@ def test_429_is_retried_twice_after_the_retry_after_or_the_fallback():
     assert first is not None
     assert (first.delay, first.number, first.of) == (5, 1, 2)
     assert second is not None
-    assert second.delay == jobs.FALLBACK_POLL_SECONDS
+    assert second.delay == retry.FALLBACK_POLL_SECONDS
     assert budget.next_retry(api_error(429, {"message": "Too Many Requests"})) is None
 
 
 def test_lost_connections_and_5xx_share_a_bounded_backoff():
-    budget = jobs.RetryBudget()
+    budget = retry.RetryBudget()
     lost = ConnectionLostError("http://api", "Remote end closed connection without response")
 
     delays = [budget.next_retry(lost), budget.next_retry(api_error(502, None)), budget.next_retry(lost)]
 
-    assert [retry.delay for retry in delays if retry] == list(jobs.NETWORK_BACKOFF_SECONDS)
+    assert [each.delay for each in delays if each] == list(retry.NETWORK_BACKOFF_SECONDS)
     assert budget.next_retry(lost) is None
 
 
 def test_a_503_retry_after_longer_than_the_backoff_wins():
-    retry = jobs.RetryBudget().next_retry(
+    decision = retry.RetryBudget().next_retry(
         api_error(503, problem(503, "service_unavailable"), {"retry-after": "7"})
     )
 
-    assert retry is not None
-    assert retry.delay == 7
-    assert "retrying the submit in 7 s (retry 1 of 3)" in retry.message("the submit")
+    assert decision is not None
+    assert decision.delay == 7
+    assert "retrying the submit in 7 s (retry 1 of 3)" in decision.message("the submit")
 
 
 @pytest.mark.parametrize("status", [429, 503])
 def test_retries_wait_no_longer_than_the_cap_whatever_the_server_asks(status):
     error = api_error(status, {"message": "Slow down"}, {"retry-after": str(MAX_RETRY_AFTER_SECONDS)})
 
-    retry = jobs.RetryBudget().next_retry(error)
+    decision = retry.RetryBudget().next_retry(error)
 
-    assert retry is not None
-    assert retry.delay == jobs.MAX_RETRY_DELAY_SECONDS
+    assert decision is not None
+    assert decision.delay == retry.MAX_RETRY_DELAY_SECONDS
 
 
 @pytest.mark.parametrize(
@@ -451,7 +455,7 @@ def test_retries_wait_no_longer_than_the_cap_whatever_the_server_asks(status):
     ],
 )
 def test_definite_answers_are_not_retried(error):
-    assert jobs.RetryBudget().next_retry(error) is None
+    assert retry.RetryBudget().next_retry(error) is None
 
 
 # --- the client's pure parts -----------------------------------------------------------------
@@ -491,11 +495,11 @@ def test_connection_failures_are_sorted_into_never_sent_and_maybe_sent(error, ki
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://host", "127.0.0.1:8000", "http://"])
 def test_the_client_only_speaks_http_and_https(url):
     with pytest.raises(ValueError, match="http"):
-        OutlastClient(url, "token")
+        HttpApi(url, "token")
 
 
 def test_locations_resolve_against_the_api_url():
-    client = OutlastClient("https://api.example.com/", "token")
+    client = HttpApi("https://api.example.com/", "token")
 
     assert client.api_url == "https://api.example.com"
     assert client.url_for(f"/v1/jobs/{JOB_ID}") == f"https://api.example.com/v1/jobs/{JOB_ID}"

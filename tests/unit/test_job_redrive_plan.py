@@ -1,4 +1,4 @@
-"""The redrive plan for jobs whose message is gone (`outlast jobs redrive`): a decision from the job alone.
+"""The redrive plan for jobs whose message is gone (`outlast ops jobs redrive`): a decision of the job alone.
 
 The decision is the DLQ redrive's (outlast.operator.plan.decide_job); these tests pin it per
 status and error code, the --force rules (worker_crashed included), how an expired lease is

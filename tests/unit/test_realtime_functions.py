@@ -23,7 +23,7 @@ from shared.adapters.job_stream import job_change
 from shared.errors import StorageUnavailableError
 from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
-from shared.realtime import Connection, ticket_hash
+from shared.realtime import CONNECT_GRACE, Connection, ticket_hash
 from shared.realtime_ports import PostOutcome
 from shared.webhooks.deliveries import DeliveryEnqueuer
 from tests.budget_fakes import InMemoryBudgetLedger
@@ -194,7 +194,7 @@ def _job_at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:
     return job.model_copy(update={"revision": revision, "status": status})
 
 
-def _notify(store, gateway, records: list[dict[str, Any]]) -> None:
+def _notify(store, gateway, records: list[dict[str, Any]], clock: FakeClock) -> None:
     notifier = BatchNotifier(
         NotifierDependencies(
             store=store,
@@ -202,6 +202,7 @@ def _notify(store, gateway, records: list[dict[str, Any]]) -> None:
             read_change=job_change,
             webhooks=_no_webhooks(),
             budgets=InMemoryBudgetLedger(),
+            clock=clock,
         ),
         records,
     )
@@ -233,7 +234,7 @@ class TestNotifier:
         for owner, connection_id in ((ALICE, "a1"), (ALICE, "a2"), (BOB, "b1")):
             self._open(store, gateway, owner, connection_id, clock)
 
-        _notify(store, gateway, [_record(alices_job, 1, kind="submit", event_name="INSERT")])
+        _notify(store, gateway, [_record(alices_job, 1, kind="submit", event_name="INSERT")], clock)
 
         for connection_id in ("a1", "a2"):
             (frame,) = gateway.received[connection_id]
@@ -248,14 +249,14 @@ class TestNotifier:
         done = _job_at(alices_job, 4, JobStatus.SUCCEEDED)
         records = [_record(running, 1), _record(done, 2, "terminal"), _record(running, 3), _record(done, 4)]
 
-        _notify(store, gateway, records)
+        _notify(store, gateway, records, clock)
 
         assert _revisions(gateway, "a1") == [4]
 
     def test_a_heartbeat_record_is_never_pushed(self, store, gateway, clock, alices_job) -> None:
         self._open(store, gateway, ALICE, "a1", clock)
 
-        _notify(store, gateway, [_record(_job_at(alices_job, 3, JobStatus.RUNNING), 1, "heartbeat")])
+        _notify(store, gateway, [_record(_job_at(alices_job, 3, JobStatus.RUNNING), 1, "heartbeat")], clock)
 
         assert gateway.received["a1"] == []
 
@@ -265,7 +266,7 @@ class TestNotifier:
         an_input = _record(alices_job, 2)
         an_input["dynamodb"]["NewImage"][r.TYPE_ATTRIBUTE] = {"S": r.INPUT_ITEM_TYPE}
 
-        _notify(store, gateway, [removed, an_input])
+        _notify(store, gateway, [removed, an_input], clock)
 
         assert gateway.received["a1"] == []
 
@@ -273,12 +274,28 @@ class TestNotifier:
         self, store, gateway, clock, alices_job
     ) -> None:
         self._open(store, gateway, ALICE, "a1", clock)
-        store.add_connection(Connection(connection_id="ghost", owner=ALICE, connected_at=clock.now()))
+        store.add_connection(
+            Connection(connection_id="ghost", owner=ALICE, connected_at=clock.now() - CONNECT_GRACE)
+        )
 
-        _notify(store, gateway, [_record(alices_job, 1, "submit", "INSERT")])
+        _notify(store, gateway, [_record(alices_job, 1, "submit", "INSERT")], clock)
 
         assert [c.connection_id for c in store.connections_of(ALICE)] == ["a1"]
         assert _revisions(gateway, "a1") == [1]
+
+    def test_a_410_during_the_handshake_keeps_the_connection_for_the_next_updates(
+        self, store, gateway, clock, alices_job
+    ) -> None:
+        # $connect recorded it; API Gateway answers 410 until the handshake completes (issue 22).
+        store.add_connection(Connection(connection_id="opening", owner=ALICE, connected_at=clock.now()))
+        clock.advance(CONNECT_GRACE - timedelta(milliseconds=1))
+        _notify(store, gateway, [_record(alices_job, 1, "submit", "INSERT")], clock)
+        gateway.connect("opening")
+
+        _notify(store, gateway, [_record(_job_at(alices_job, 2, JobStatus.SUCCEEDED), 2, "terminal")], clock)
+
+        assert [c.connection_id for c in store.connections_of(ALICE)] == ["opening"]
+        assert _revisions(gateway, "opening") == [2]
 
     def test_a_failing_post_does_not_fail_the_record(self, store, clock, alices_job) -> None:
         class FlakyGateway(FakeGateway):
@@ -291,7 +308,7 @@ class TestNotifier:
         self._open(store, gateway, ALICE, "a1", clock)
         self._open(store, gateway, ALICE, "a2", clock)
 
-        _notify(store, gateway, [_record(alices_job, 1, "submit", "INSERT")])
+        _notify(store, gateway, [_record(alices_job, 1, "submit", "INSERT")], clock)
 
         assert _revisions(gateway, "a2") == [1]
         assert len(store.connections_of(ALICE)) == 2  # a failure is not a 410: the connection stays
@@ -309,6 +326,7 @@ class TestNotifier:
                 read_change=job_change,
                 webhooks=_no_webhooks(),
                 budgets=InMemoryBudgetLedger(),
+                clock=clock,
             ),
             records,
         )
@@ -322,7 +340,7 @@ class TestNotifier:
         del broken["dynamodb"]["NewImage"]["status"]
         good = _record(_job_at(alices_job, 2, JobStatus.RUNNING), 2)
 
-        _notify(store, gateway, [broken, good])
+        _notify(store, gateway, [broken, good], clock)
 
         assert _revisions(gateway, "a1") == [2]
 
@@ -338,7 +356,7 @@ class TestNotifier:
         self._open(store, gateway, ALICE, "a1", clock)
         jobs = [job_record(clock.now(), tenant=ALICE.tenant, owner=ALICE.sub) for _ in range(3)]
 
-        _notify(store, gateway, [_record(job, i, "submit", "INSERT") for i, job in enumerate(jobs)])
+        _notify(store, gateway, [_record(job, i, "submit", "INSERT") for i, job in enumerate(jobs)], clock)
 
         assert CountingStore.reads == 1
         assert len(gateway.received["a1"]) == 3

@@ -11,6 +11,7 @@ import pytest
 from functions.notifier.dependencies import NotifierDependencies
 from functions.notifier.service import BatchNotifier
 from shared.adapters.job_stream import job_change
+from shared.clock import SystemClock
 from shared.errors import StorageUnavailableError
 from shared.job import JobError, JobRecord
 from shared.lifecycle import JobStatus
@@ -136,6 +137,7 @@ class TestTheNotifier:
             read_change=job_change,
             webhooks=DeliveryEnqueuer(store, queue),
             budgets=InMemoryBudgetLedger(),
+            clock=SystemClock(),
         )
         notifier = BatchNotifier(deps, records)
         for record in records:

@@ -27,7 +27,7 @@ def test_the_header_shows_the_budget_left_and_follows_a_job_to_its_settlement(
     # Given a tenant whose operator gave it a monthly limit of its own
     tenant = f"web-budget-{uuid.uuid4().hex[:8]}"
     code, _out, err = run(
-        capsys,
+        "ops",
         "budgets",
         "set",
         "--tenant",
@@ -62,15 +62,13 @@ def test_the_header_shows_the_budget_left_and_follows_a_job_to_its_settlement(
     assert stack.call("GET", "/v1/budget", token=token).body["remainingTokens"] == LIMIT - used
 
 
-def test_a_tenant_without_a_limit_is_told_so_not_that_it_used_nothing(
-    console: ConsolePage, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_tenant_without_a_limit_is_told_so_not_that_it_used_nothing(console: ConsolePage) -> None:
     page, stack = console.page, console.stack
     # Given a tenant its operator exempted from any limit: it pays no budget write, so nothing
     # counts what it uses
     tenant = f"web-unlimited-{uuid.uuid4().hex[:8]}"
     code, _out, err = run(
-        capsys, "budgets", "set", "--tenant", tenant, "--unlimited", "--local", "--port", str(stack.port)
+        "ops", "budgets", "set", "--tenant", tenant, "--unlimited", "--local", "--port", str(stack.port)
     )
     assert code == 0, err
     sign_in(page, stack.console_url, unique("web-unlimited"), tenant)

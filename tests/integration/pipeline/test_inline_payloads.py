@@ -53,7 +53,7 @@ def test_a_failed_short_job_keeps_its_input_apart_for_a_redrive(pipeline: Pipeli
     [final] = pipeline.terminal(job_id)
 
     # The terminal write moved the input out of the job item, into an item that expires with the
-    # 24 h retention that follows a job's end (so `outlast jobs redrive` can run it again)
+    # 24 h retention that follows a job's end (so `outlast ops jobs redrive` can run it again)
     job = storage.item(job_id, "JOB")
     kept = storage.item(job_id, "INPUT")
     assert final["status"] == "Failed"

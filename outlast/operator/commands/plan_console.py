@@ -1,13 +1,15 @@
-"""What the redrive commands say while they work: human lines on stdout, or (with --json) one
-document on stdout and the lines on stderr, and the plan in the same words for messages and jobs."""
+"""What the redrive commands say while they work, through the one console (human lines on stdout,
+or with --json the document on stdout and the lines on stderr), and the plan in the same words
+for messages and jobs."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
+
+from outlast.cli.console import Console
 
 
 class PlannedStep(Protocol):
@@ -20,12 +22,17 @@ class PlannedStep(Protocol):
 class OperatorConsole[StepT: PlannedStep]:
     """The lines of one command run; subclasses say how one step of their plan reads."""
 
-    def __init__(self, as_json: bool) -> None:
-        self._json = as_json
-        self._stream = sys.stderr if as_json else sys.stdout
+    def __init__(self, console: Console) -> None:
+        self.console = console
 
     def line(self, text: str = "") -> None:
-        print(text, file=self._stream, flush=True)
+        """One line of the run's account."""
+        self.console.line(text)
+
+    def finish(self, document: dict[str, Any]) -> None:
+        """The run's document, with --json."""
+        if self.console.json_mode:
+            self.console.show(None, document)
 
     def plan(self, steps: Sequence[StepT]) -> None:
         if not steps:

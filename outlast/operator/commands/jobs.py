@@ -1,5 +1,5 @@
-"""`outlast jobs inspect JOB_ID` and `outlast jobs redrive`: operator views and moves of jobs
-(AWS credentials, never the API).
+"""`outlast ops jobs inspect JOB_ID` and `outlast ops jobs redrive`: operator views and moves of
+jobs (AWS credentials, never the API).
 
 The public API shows a caller their own status document; `inspect` shows an operator the
 internal record: lease, attempts, stalls, crashes, isolation, dispatchAt, redriveCount, the
@@ -10,28 +10,18 @@ worker or the sweeper finished), by id or found by error code: docs/runbook.md#j
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
-from outlast.commands.dlq import (
-    EXIT_ATTENTION,
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    UsageError,
-    add_max_crashes_argument,
-    guarded,
-    now,
-    queue_choice,
-)
-from outlast.commands.operator_console import OperatorConsole
+from outlast.cli.console import Console
+from outlast.cli.errors import CliError, ExitCode
 from outlast.operator import plan as p
+from outlast.operator.commands.dlq import error_codes, now, queue_choice
+from outlast.operator.commands.plan_console import OperatorConsole
 from outlast.operator.dispatch import Result
 from outlast.operator.inspect import (
     Inspection,
@@ -53,150 +43,30 @@ from outlast.operator.job_redrive import (
     plan_jobs,
     scan_failed_jobs,
 )
-from outlast.operator.targets import add_target_arguments, resolve
+from outlast.operator.targets import resolve
 from outlast.operator.text import duration, instant, relative
 from shared.ids import normalize_job_id
 from shared.ports import Lane
 
-EXIT_NOT_FOUND = 1
-
-INSPECT_EPILOG = f"""\
-exit codes:
-  {EXIT_OK}    the job was found and shown
-  {EXIT_NOT_FOUND}    no such job (never created, or expired and deleted)
-  {EXIT_ERROR}    usage error, no such target, an AWS error, or a job record this version cannot read
-  130  interrupted
-
-Finding the job's DLQ messages means receiving (and at once releasing) every message on both
-DLQs (the jobs queue's and the isolation queue's), which raises each one's
-ApproximateReceiveCount by one; --no-dlq skips that. Messages on the jobs and isolation queues
-cannot be searched without taking them from the worker: only their depths are shown.
-"""
-
-REDRIVE_EPILOG = f"""\
-which jobs (at least one selector; they add up, and a job selected twice counts once):
-  JOB_ID...                   these jobs, whatever their status (read by id)
-  --error-code C --since T    Failed jobs with error code C (repeatable) last written at or
-                              after T: an RFC 3339 instant (2026-03-01T02:00:00Z) or a duration
-                              back from now (90m, 2h, 1d12h). There is no index of Failed jobs:
-                              this is a paginated Scan of the whole jobs table, billed for every
-                              item it reads (printed); docs/runbook.md#jobs-redrive
-
-actions (the plan; --dry-run prints it and changes nothing), as for `outlast dlq redrive`:
-  redrive      Failed, retries_exhausted (any other code, worker_crashed too, needs --force):
-               Failed -> Pending, redriveCount + 1, attempts, stalls and crashes renewed,
-               isolation reset; input retention renewed; sent to the jobs queue
-  recover      stuck Running (lease expired, and still expired at the write): -> Pending under
-               its lease, settled as the sweeper would (isolated); sent to the isolation queue
-  redispatch   stuck Pending (due, retries left): dispatched again now, to its own lane's queue
-  needs-force  Failed for a reason a re-run does not fix by itself: fix it, then --force
-  skip         Succeeded, Canceled, a worker holds it, a cancel is under way, backing off, or
-               a record that cannot be read: left as it is, with the reason
-
-Each write is conditional on the job as the plan read it; a job that moved on meanwhile is left
-alone and reported as changed. Safe to interrupt and to rerun: a job written Pending whose
-message was not sent yet is redispatched by `outlast jobs redrive JOB_ID`, and the sweeper
-re-sends it after its grace anyway. (A rerun by --error-code no longer finds it: it is not
-Failed any more.)
-
-exit codes (--dry-run exits as the run would, as far as the plan can tell):
-  {EXIT_OK}    every selected job was handled as planned (none selected: nothing to do)
-  {EXIT_ATTENTION}    some were left (needs-force, skip, changed, failed), or a JOB_ID named no job
-  {EXIT_ERROR}    usage error, no such target, or an AWS error before anything changed
-  {EXIT_INTERRUPTED}  interrupted: what was done is printed
-"""
-
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
 
-def register(commands: Any) -> None:
-    """Add `jobs inspect`."""
-    group = commands.add_parser(
-        "jobs", help="operator views of jobs (AWS credentials, not the API)"
-    ).add_subparsers(dest="jobs_command", required=True, metavar="COMMAND")
-    inspect = group.add_parser(
-        "inspect",
-        help="the full internal record of one job",
-        description="Show one job as stored: lease, attempts, dispatch, storage and messages.",
-        epilog=INSPECT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    inspect.add_argument("job_id", metavar="JOB_ID")
-    add_target_arguments(inspect)
-    inspect.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    inspect.add_argument("--no-dlq", action="store_true", help="do not read the DLQs for this job's messages")
-    inspect.set_defaults(run=guarded(_inspect))
-
-    redrive = group.add_parser(
-        "redrive",
-        help="re-run jobs whose message is gone (Failed jobs), by id or by error code",
-        description="Redrive jobs with no message on a DLQ: each job is checked and moved under a "
-        "conditional write, then sent to its queue.",
-        epilog=REDRIVE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    redrive.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="a job to redrive (any number)")
-    add_target_arguments(redrive)
-    selection = redrive.add_argument_group("found by a scan of the jobs table")
-    selection.add_argument(
-        "--error-code",
-        action="append",
-        default=[],
-        choices=sorted(p.JOB_ERROR_CODES),
-        metavar="CODE",
-        help="Failed jobs with this code (repeatable; needs --since): "
-        + ", ".join(sorted(p.JOB_ERROR_CODES)),
-    )
-    selection.add_argument(
-        "--since",
-        metavar="T",
-        help="with --error-code: jobs last written at or after T (RFC 3339 instant, or 90m, 2h, 1d)",
-    )
-    selection.add_argument(
-        "--scan-page-size",
-        type=int,
-        metavar="N",
-        help="read at most N items per Scan page (default: 1 MB pages); smaller pages spread the "
-        "scan's read units over more requests, for a provisioned table under load",
-    )
-    redrive.add_argument(
-        "--force",
-        action="store_true",
-        help="also redrive jobs Failed for any other reason than retries_exhausted",
-    )
-    redrive.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    redrive.add_argument(
-        "--dispatch-grace-seconds",
-        type=int,
-        default=p.DEFAULT_DISPATCH_GRACE_SECONDS,
-        metavar="S",
-        help="the stack's dispatchGraceSeconds: when the sweeper re-sends a redriven job whose message "
-        f"was lost (default {p.DEFAULT_DISPATCH_GRACE_SECONDS})",
-    )
-    add_max_crashes_argument(redrive)
-    redrive.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    redrive.set_defaults(run=guarded(_redrive))
-
-
-def _inspect(arguments: argparse.Namespace) -> int:
+def inspect(arguments: SimpleNamespace, console: Console) -> int:
+    """`ops jobs inspect`: one job as stored, with where its payloads and messages are."""
     job_id = normalize_job_id(arguments.job_id)
     if job_id is None:
-        raise UsageError(f"{arguments.job_id!r} is not a job id (a UUID)")
+        raise CliError(f"{arguments.job_id!r} is not a job id (a UUID)")
     target = resolve(arguments)
     try:
         inspection = inspect_job(target, job_id, now(), read_dlq=not arguments.no_dlq)
     except UnreadableJobError as error:
-        print(f"outlast: {error}: repair it (docs/runbook.md#dlq-not-empty)", file=sys.stderr)
-        return EXIT_ERROR
+        raise CliError(f"{error}: repair it (docs/runbook.md#dlq-not-empty)") from None
     if inspection is None:
-        print(f"no job {job_id} on the {target.label}")
-        return EXIT_NOT_FOUND
-    if arguments.json:
-        print(json.dumps({"target": target.label, **inspection_document(inspection)}, indent=2))
-        return EXIT_OK
-    for line in _lines(inspection, target.label):
-        print(line)
-    return EXIT_OK
+        console.note(f"no job {job_id} on the {target.label}")
+        return ExitCode.FAILED
+    document = {"target": target.label, **inspection_document(inspection)}
+    console.show("\n".join(_lines(inspection, target.label)), document)
+    return ExitCode.OK
 
 
 def _lines(inspection: Inspection, label: str) -> list[str]:
@@ -340,51 +210,49 @@ def parse_since(text: str, at: datetime) -> datetime:
     try:
         since = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(
+        raise CliError(
             f"--since {text!r} is neither an RFC 3339 instant (2026-03-01T02:00:00Z) nor a duration (2h, 90m)"
         ) from None
     if since.tzinfo is None:
-        raise UsageError(f"--since {text!r} has no offset: say which instant (2026-03-01T02:00:00Z)")
+        raise CliError(f"--since {text!r} has no offset: say which instant (2026-03-01T02:00:00Z)")
     return since.astimezone(UTC)
 
 
-def _query(arguments: argparse.Namespace, at: datetime) -> FailedJobsQuery | None:
+def _query(arguments: SimpleNamespace, at: datetime) -> FailedJobsQuery | None:
     if arguments.error_code and arguments.since is None:
-        raise UsageError("--error-code needs --since T: how far back to look for Failed jobs")
+        raise CliError("--error-code needs --since T: how far back to look for Failed jobs")
     if arguments.since is not None and not arguments.error_code:
-        raise UsageError("--since needs --error-code C: which Failed jobs to look for")
+        raise CliError("--since needs --error-code C: which Failed jobs to look for")
     if not arguments.error_code:
         return None
     return FailedJobsQuery(
-        error_codes=frozenset(arguments.error_code), since=parse_since(arguments.since, at)
+        error_codes=error_codes(arguments.error_code), since=parse_since(arguments.since, at)
     )
 
 
-def _job_ids(arguments: argparse.Namespace) -> list[str]:
+def _job_ids(arguments: SimpleNamespace) -> list[str]:
     job_ids = []
     for text in arguments.job_ids:
         job_id = normalize_job_id(text)
         if job_id is None:
-            raise UsageError(f"{text!r} is not a job id (a UUID)")
+            raise CliError(f"{text!r} is not a job id (a UUID)")
         job_ids.append(job_id)
     return job_ids
 
 
-def _redrive(arguments: argparse.Namespace) -> int:
+def redrive(arguments: SimpleNamespace, output: Console) -> int:
+    """`ops jobs redrive`: plan the selected jobs, then move each under a conditional write."""
     planned_at = now()
     job_ids = _job_ids(arguments)
     query = _query(arguments, planned_at)
     if not job_ids and query is None:
-        raise UsageError("say which jobs: JOB_ID... and/or --error-code C --since T")
-    if arguments.dispatch_grace_seconds < 1:
-        raise UsageError("--dispatch-grace-seconds must be at least 1")
-    if arguments.scan_page_size is not None and arguments.scan_page_size < 1:
-        raise UsageError("--scan-page-size must be at least 1")
+        raise CliError("say which jobs: JOB_ID... and/or --error-code C --since T")
     target = resolve(arguments)
-    options = p.PlanOptions(force=arguments.force, max_crashes=arguments.max_crashes)
-    console = _RedriveConsole(arguments.json)
+    settings = target.settings()
+    options = p.PlanOptions(force=arguments.force, max_crashes=settings.max_crashes)
+    console = _RedriveConsole(output)
     console.line(
-        f"outlast jobs redrive on the {target.label} "
+        f"outlast ops jobs redrive on the {target.label} "
         f"({'DRY RUN: nothing will change' if arguments.dry_run else 'acting'})"
     )
     found: Found | None = None
@@ -414,9 +282,9 @@ def _redrive(arguments: argparse.Namespace) -> int:
         console.finish({**document, "steps": [_job_step_document(step) for step in steps]})
         # The exit code the run would give, so a script can check the plan before running it.
         if job_plan.not_found or any(step.action not in p.DISPATCHING for step in steps):
-            return EXIT_ATTENTION
-        return EXIT_OK
-    grace = timedelta(seconds=arguments.dispatch_grace_seconds)
+            return ExitCode.FAILED
+        return ExitCode.OK
+    grace = timedelta(seconds=settings.dispatch_grace_seconds)
     redrive = JobsRedrive(
         target.repository, target.payloads, target.queues, now=now, grace=grace, budgets=target.budgets
     )
@@ -431,12 +299,12 @@ def _redrive(arguments: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         console.interrupted(outcomes, steps, grace)
         console.finish({**document, "interrupted": True, "steps": _run_documents(steps, outcomes)})
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     console.summary(outcomes)
     console.finish({**document, "interrupted": False, "steps": _run_documents(steps, outcomes)})
     if job_plan.not_found or any(o.result is not Result.DONE for o in outcomes):
-        return EXIT_ATTENTION
-    return EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def _scan_document(query: FailedJobsQuery, report: ScanReport) -> dict[str, Any]:
@@ -542,14 +410,10 @@ class _RedriveConsole(OperatorConsole[JobStep]):
         if current is not None and current.action in p.DISPATCHING:
             self.line(
                 f"job {current.job_id} was in progress: if its write went through, it is Pending without "
-                f"a message. Rerun `outlast jobs redrive {current.job_id}` (it plans a redispatch); the "
+                f"a message. Rerun `outlast ops jobs redrive {current.job_id}` (it plans a redispatch); the "
                 f"sweeper re-sends it after its grace ({int(grace.total_seconds())} s) anyway."
             )
 
     def summary(self, outcomes: Sequence[JobOutcome]) -> None:
         counts = Counter(o.result.value for o in outcomes)
         self.line("summary: " + ", ".join(f"{counts.get(r.value, 0)} {r.value}" for r in Result))
-
-    def finish(self, document: dict[str, Any]) -> None:
-        if self._json:
-            print(json.dumps(document, indent=2))

@@ -1,0 +1,299 @@
+"""GENERATED from docs/openapi.json by datamodel-code-generator (`make openapi`): do not edit.
+
+The API's documents as pydantic models; tests/contract/test_client_types.py fails when this file is
+not exactly what the generator makes of the committed document.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
+
+
+class BudgetDocument(BaseModel):
+    """
+    The caller's tenant's token budget this calendar month (UTC): GET /v1/budget.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    limit_tokens: Annotated[
+        int | None,
+        Field(
+            alias="limitTokens",
+            description="The monthly limit; null: no limit.",
+            title="Limittokens",
+        ),
+    ]
+    period: Annotated[
+        str,
+        Field(
+            description="The calendar month (UTC), YYYY-MM.",
+            pattern="^\\d{4}-\\d{2}$",
+            title="Period",
+        ),
+    ]
+    remaining_tokens: Annotated[
+        int | None,
+        Field(
+            alias="remainingTokens",
+            description="What new jobs may still reserve; null: no limit.",
+            title="Remainingtokens",
+        ),
+    ]
+    reserved_tokens: Annotated[
+        int,
+        Field(
+            alias="reservedTokens",
+            description="Tokens held by jobs not settled yet (their upper bound).",
+            title="Reservedtokens",
+        ),
+    ]
+    resets_at: Annotated[
+        AwareDatetime,
+        Field(
+            alias="resetsAt",
+            description="When the next period starts.",
+            title="Resetsat",
+        ),
+    ]
+    used_tokens: Annotated[
+        int,
+        Field(
+            alias="usedTokens",
+            description="Tokens the period's ended jobs used.",
+            title="Usedtokens",
+        ),
+    ]
+
+
+class ErrorDocument(BaseModel):
+    """
+    Why a job failed: a stable code and a message safe to show.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    code: Annotated[str, Field(title="Code")]
+    message: Annotated[str, Field(title="Message")]
+
+
+class GatewayMessage(BaseModel):
+    """
+    API Gateway's own answer (its authorizer, throttling, a failed or timed-out function).
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    message: Annotated[str, Field(title="Message")]
+
+
+class InvalidParam(BaseModel):
+    """
+    Which part of the request was wrong, without echoing it back.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    name: Annotated[str, Field(title="Name")]
+    reason: Annotated[str, Field(title="Reason")]
+
+
+class JobInputBody(BaseModel):
+    """
+    The material the operation works on.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+    )
+    text: Annotated[str, Field(min_length=1, title="Text")]
+
+
+class JobOptions(BaseModel):
+    """
+    Optional knobs; the server's defaults apply to whatever is left out.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+    )
+    labels: Annotated[
+        list[Label] | None, Field(max_length=50, min_length=1, title="Labels")
+    ] = None
+    max_output_tokens: Annotated[
+        int | None,
+        Field(alias="maxOutputTokens", ge=1, le=4096, title="Maxoutputtokens"),
+    ] = None
+    model: Annotated[str | None, Field(max_length=100, min_length=1, title="Model")] = (
+        None
+    )
+
+
+class JobPage(BaseModel):
+    """
+    One page of the caller's jobs, newest first.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    items: Annotated[list[StatusDocument], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(alias="nextCursor", title="Nextcursor")]
+
+
+class Label(RootModel[str]):
+    root: Annotated[str, Field(max_length=100, min_length=1, pattern="\\S")]
+
+
+class Problem(BaseModel):
+    """
+    An RFC 9457 problem document.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    code: Annotated[str, Field(title="Code")]
+    correlation_id: Annotated[str, Field(alias="correlationId", title="Correlationid")]
+    detail: Annotated[str, Field(title="Detail")]
+    invalid_params: Annotated[
+        list[InvalidParam] | None, Field(alias="invalidParams", title="Invalidparams")
+    ] = None
+    status: Annotated[int, Field(title="Status")]
+    title: Annotated[str, Field(title="Title")]
+    type: Annotated[str, Field(title="Type")]
+
+
+class ProgressDocument(BaseModel):
+    """
+    How far a job is: steps whose output is checkpointed, of the steps its plan has.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    completed_steps: Annotated[
+        int, Field(alias="completedSteps", title="Completedsteps")
+    ]
+    total_steps: Annotated[int, Field(alias="totalSteps", title="Totalsteps")]
+
+
+class ResultDocument(BaseModel):
+    """
+    The output of a Succeeded job.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    job_id: Annotated[str, Field(alias="jobId", title="Jobid")]
+    operation: Annotated[
+        Literal["summarize", "analyze", "classify"],
+        Field(
+            description="What the model is asked to do with the input.",
+            title="Operation",
+        ),
+    ]
+    output: Annotated[str, Field(title="Output")]
+    usage: UsageDocument | None
+
+
+class StatusDocument(BaseModel):
+    """
+    Where a job stands; every submit, status and cancel answer carries one.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    attempts: Annotated[int, Field(title="Attempts")]
+    cancel_requested_at: Annotated[
+        AwareDatetime | None,
+        Field(alias="cancelRequestedAt", title="Cancelrequestedat"),
+    ]
+    crashes: Annotated[int, Field(title="Crashes")]
+    created_at: Annotated[AwareDatetime, Field(alias="createdAt", title="Createdat")]
+    error: ErrorDocument | None
+    expires_at: Annotated[AwareDatetime, Field(alias="expiresAt", title="Expiresat")]
+    job_id: Annotated[str, Field(alias="jobId", title="Jobid")]
+    operation: Annotated[
+        Literal["summarize", "analyze", "classify"],
+        Field(
+            description="What the model is asked to do with the input.",
+            title="Operation",
+        ),
+    ]
+    progress: ProgressDocument
+    reserved_tokens: Annotated[
+        int | None, Field(alias="reservedTokens", title="Reservedtokens")
+    ]
+    result_url: Annotated[str | None, Field(alias="resultUrl", title="Resulturl")]
+    revision: Annotated[int, Field(title="Revision")]
+    status: Annotated[
+        Literal[
+            "Pending",
+            "Running",
+            "Succeeded",
+            "Failed",
+            "CancellationRequested",
+            "Canceled",
+        ],
+        Field(
+            description="The closed set of statuses a job can be in.", title="JobStatus"
+        ),
+    ]
+    updated_at: Annotated[AwareDatetime, Field(alias="updatedAt", title="Updatedat")]
+    usage: UsageDocument | None
+
+
+class SubmitRequest(BaseModel):
+    """
+    The body of POST /v1/jobs.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+    )
+    input: JobInputBody
+    operation: Annotated[
+        Literal["summarize", "analyze", "classify"],
+        Field(
+            description="What the model is asked to do with the input.",
+            title="Operation",
+        ),
+    ]
+    options: JobOptions | None = None
+
+
+class TicketDocument(BaseModel):
+    """
+    The 201 body of POST /v1/realtime/tickets: a single-use ticket and the URL that carries it.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    expires_at: Annotated[AwareDatetime, Field(alias="expiresAt", title="Expiresat")]
+    ticket: Annotated[str, Field(title="Ticket")]
+    url: Annotated[str, Field(title="Url")]
+
+
+class UsageDocument(BaseModel):
+    """
+    Tokens the model reported.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    input_tokens: Annotated[int, Field(alias="inputTokens", title="Inputtokens")]
+    output_tokens: Annotated[int, Field(alias="outputTokens", title="Outputtokens")]

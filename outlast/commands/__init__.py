@@ -1,1 +1,0 @@
-"""The `outlast` subcommands, one module per group; each registers itself on the parser."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 from outlast.api.http import (
     STATUSES,
@@ -94,16 +95,19 @@ class Client:
         text: str,
         *,
         labels: Sequence[str] | None = None,
+        schema: Mapping[str, Any] | None = None,
         model: str | None = None,
         max_output_tokens: int | None = None,
         idempotency_key: str | None = None,
     ) -> StatusDocument:
-        """Submit a job (the same idempotency key always gets the same job: retries are safe)."""
+        """Submit a job (the same idempotency key always gets the same job: retries are safe);
+        extract takes the JSON Schema of the object to extract as `schema`."""
         options = JobOptions.model_validate(
             {
                 key: value
                 for key, value in (
                     ("labels", list(labels or [])),
+                    ("schema", dict(schema or {})),
                     ("model", model),
                     ("maxOutputTokens", max_output_tokens),
                 )

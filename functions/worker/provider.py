@@ -55,6 +55,17 @@ class OpenAIChatProvider:
         arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.max_output_tokens is not None:
             arguments["max_tokens"] = request.max_output_tokens
+        if request.response_schema is not None:
+            # Strict structured outputs (DESIGN.md, "Structured extraction"): the provider holds the
+            # answer to the schema; the worker checks it all the same before it is kept.
+            arguments["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.response_schema.name,
+                    "schema": request.response_schema.schema,
+                    "strict": True,
+                },
+            }
         try:
             response = client.chat.completions.create(**arguments)
         except openai.APIError as error:
@@ -68,8 +79,12 @@ class OpenAIChatProvider:
         if choice is not None and choice.finish_reason == "content_filter":
             # Refused after generating: the tokens were billed, so the job keeps its usage.
             raise TerminalProviderError("content_policy", "The provider filtered the output.", usage=usage)
+        if choice is not None and choice.message.refusal:
+            # A structured call the model declined: its refusal text is no answer to the schema.
+            raise TerminalProviderError("content_policy", "The model refused the request.", usage=usage)
         text = (choice.message.content or "") if choice is not None else ""
-        return Completion(text=text.strip(), usage=usage)
+        truncated = choice is not None and choice.finish_reason == "length"
+        return Completion(text=text.strip(), usage=usage, truncated=truncated)
 
 
 def _retry_after(error: openai.APIStatusError) -> float | None:

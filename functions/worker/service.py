@@ -24,15 +24,16 @@ from functions.worker.backoff import backoff_seconds
 from functions.worker.dependencies import WorkerDependencies
 from functions.worker.signals import CancelObserved, LeaseLost, ReleaseNeeded, RetryLater
 from functions.worker.steps import StepLoop, StepsStopped
+from functions.worker.structured import checked_answer, invalid_output, response_schema
 from shared.clock import truncate_to_millis
-from shared.errors import TerminalProviderError, TransientProviderError
+from shared.errors import InvalidAnswerError, TerminalProviderError, TransientProviderError
 from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
 from shared.payload_reads import input_of
-from shared.planner import Step, StepPlan, final_output, plan_job
+from shared.planner import Step, StepPlan, final_output, plan_of
 from shared.ports import (
     Completion,
     CompletionRequest,
@@ -57,7 +58,9 @@ class _Run:
     job: JobRecord
     lease: Lease
     message: JobMessage  # what dispatched it: a hand-back sends a fresh copy of it
-    usage: Usage | None = None  # added to the job's (a one-step job's call)
+    # Added to the job's (a one-step job's calls): the result's, or a refused answer's (a terminal
+    # failure's, an extract answer that broke its schema), which whatever write ends the claim adds.
+    usage: Usage | None = None
     # `usage` includes the tokens of the job's stored result (JobRecord.result_usage_counted).
     usage_has_result: bool = False
     usage_total: Usage | None = None  # replaces it (a multi-step job: every checkpoint's tokens)
@@ -196,14 +199,7 @@ class JobWorker:
             await self._fail(run, "input_missing")
             return
         # The same plan as at submit: the same text and the parameters stored on the job.
-        plan = plan_job(
-            job_input.text,
-            job.operation,
-            job.plan,
-            prompt_version=job.prompt_version,
-            labels=job_input.labels,
-            max_output_tokens=job_input.max_output_tokens,
-        )
+        plan = plan_of(job, job_input)
         if plan.total_steps > 1:
             await self._run_steps(run, plan)
             return
@@ -213,13 +209,14 @@ class JobWorker:
             messages=template.render(job_input.text, job_input.labels),
             # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
             max_output_tokens=plan.steps[0].max_tokens,
+            response_schema=response_schema(plan, plan.steps[0]),
         )
         try:
-            completion = await self._call_under_lease(run, request)
+            completion = await self._answer(run, request)
         except TransientProviderError as error:
             await self._retry_or_exhaust(run, error.retry_after)
         except TerminalProviderError as error:
-            run.usage = error.usage if isinstance(error.usage, Usage) else None
+            run.usage = _sum(run.usage, error.usage if isinstance(error.usage, Usage) else None)
             await self._fail(run, error.job_code)
         except CancelObserved:
             await self._cancel(run)
@@ -297,7 +294,7 @@ class JobWorker:
             call_timeout=self._settings.provider_timeout_seconds,
             monotonic=time.monotonic,
             start_call=lambda request: loop.run_in_executor(
-                self._deps.model_executor, provider.complete, request
+                self._deps.model_executor, checked_answer, provider, self._deps.validator, request
             ),
             checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),
             progress=lambda completed, usage, extra: self._record_progress(run, completed, usage, extra),
@@ -311,6 +308,7 @@ class JobWorker:
             await self._cancel(run)
             return
         except ReleaseNeeded:
+            run.usage_total, run.extra_usage = steps.usage, steps.extra_usage
             await self._release(run)
             return
         run.usage_total, run.extra_usage = stopped.usage, stopped.extra_usage
@@ -352,6 +350,27 @@ class JobWorker:
         location, _, body = await self._store_result(run, result)
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
 
+    async def _answer(self, run: _Run, request: CompletionRequest) -> Completion:
+        """The one step's answer. A structured answer that breaks its schema is asked again once in
+        this claim (its tokens stay in `run.usage`, which ends up in the result's usage or in the
+        write that ends the claim); the second such answer fails the job `invalid_output`."""
+        try:
+            return await self._call_under_lease(run, request)
+        except InvalidAnswerError as first:
+            run.usage = first.usage if isinstance(first.usage, Usage) else None
+            logger.info("answer does not match the schema; asking again", extra={"problem": first.problem})
+        if self._deadline - time.monotonic() < self._settings.provider_timeout_seconds:
+            # A call started now could outlive the invocation and be paid for again.
+            raise ReleaseNeeded
+        try:
+            second = await self._call_under_lease(run, request)
+        except InvalidAnswerError as again:
+            logger.info("answer does not match the schema again", extra={"problem": again.problem})
+            raise invalid_output(again.usage) from None
+        # The result carries every call it took: adopted later, it still counts the first one.
+        refused, run.usage = run.usage, None
+        return Completion(text=second.text, usage=_sum(refused, second.usage))
+
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
         # Built off the event loop: the first build reads the secret and creates a client, which
@@ -361,7 +380,9 @@ class JobWorker:
             # Slow to get here (a cold start): look for a cancel before spending a model call.
             await self._heartbeat(run)
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(self._deps.model_executor, provider.complete, request)
+        call = loop.run_in_executor(
+            self._deps.model_executor, checked_answer, provider, self._deps.validator, request
+        )
         while True:
             budget = self._deadline - time.monotonic()
             done, _ = await asyncio.wait(
@@ -494,6 +515,12 @@ class JobWorker:
             now=now,
             lease_token=run.lease.token,
             dispatch_at=dispatch_at,
+            # Tokens spent in this claim that nothing else records: a refused answer's (a stored
+            # result carries its own, which the next claim adopts), and a multi-step job's total
+            # with the calls outside its checkpoints (an answer that broke its schema).
+            usage=None if run.usage_has_result else run.usage,
+            usage_total=run.usage_total,
+            extra_usage=run.extra_usage,
         )
         try:
             run.job = await self._io(self._deps.repository.transition, transition)

@@ -236,6 +236,9 @@ JOB_ERROR_CODES = frozenset(
         "provider_auth",
         "retries_exhausted",
         "input_missing",
+        "worker_crashed",
+        "invalid_output",
+        "output_truncated",
     }
 )
 JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

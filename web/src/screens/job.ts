@@ -1,7 +1,7 @@
 // One job: status, attempts, progress (a progress bar over its steps), the result once it
 // succeeded, the error code and message once it failed, and cancel while it can be canceled.
 import { TERMINAL } from "../api/client";
-import type { Actions } from "../actions";
+import { type Actions, formatOutput } from "../actions";
 import { failureBox, formatTime, h, setText, statusLabel } from "../dom";
 import type { State } from "../state";
 import type { Screen } from "./screen";
@@ -114,7 +114,8 @@ export class JobScreen implements Screen {
     }
     if (this.resultBox !== null && this.output !== null) {
       this.resultBox.hidden = detail.result === null;
-      setText(this.output, detail.result?.output ?? "");
+      // An extract job's output is a JSON object: shown indented, as the CLI prints it.
+      setText(this.output, detail.result === null ? "" : formatOutput(detail.result.output));
     }
   }
 

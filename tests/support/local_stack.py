@@ -403,7 +403,7 @@ def assert_status_document(document: dict[str, Any], job_id: str | None = None) 
     if job_id is not None:
         assert document["jobId"] == job_id
     assert document["status"] in JOB_STATUSES, document
-    assert document["operation"] in {"summarize", "analyze", "classify"}, document
+    assert document["operation"] in {"summarize", "analyze", "classify", "extract"}, document
     for name in ("createdAt", "updatedAt", "expiresAt"):
         assert TIMESTAMP.match(document[name]), (name, document[name])
     assert document["createdAt"] <= document["updatedAt"] < document["expiresAt"], document

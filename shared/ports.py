@@ -93,6 +93,7 @@ class Transition:
     result_usage_counted: bool = False
     result_location: BlobLocation | None = None
     result_body: str | None = None  # a small result written into the job item (location "job")
+    result_attempt: int | None = None  # a streamed result: the output attempt its text came from
     input_location: BlobLocation | None = None  # where the input is from now on (moved out of the item)
     # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
     # new run holds nothing, its tenant has no limit or its input is gone).
@@ -187,6 +188,15 @@ class JobRepository(Protocol):
         """Extend a held lease (not an index key, so no index write); TransitionConflictError when lost.
 
         The job comes back as written, so the holder sees a CancellationRequested at once.
+        """
+        ...
+
+    def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
+        """A heartbeat that also takes the job's next output attempt (`outputAttempt` + 1, never
+        reset), before a streaming call writes its first event; TransitionConflictError when the
+        lease is lost. Written as a heartbeat: nothing a client sees changes.
+
+        The job comes back as written (its new `output_attempt`, and a CancellationRequested).
         """
         ...
 

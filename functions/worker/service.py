@@ -26,7 +26,7 @@ from functions.worker.signals import CancelObserved, LeaseLost, ReleaseNeeded, R
 from functions.worker.steps import StepLoop, StepsStopped
 from shared.clock import truncate_to_millis
 from shared.errors import TerminalProviderError, TransientProviderError
-from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage
+from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage, add_usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
@@ -400,7 +400,7 @@ class JobWorker:
             # one's unless a Failed write counted them already).
             logger.info("result adopted from an earlier claim")
             earlier = None if run.job.result_usage_counted else stored.usage
-        run.usage, run.usage_has_result = _sum(earlier, completion.usage), True
+        run.usage, run.usage_has_result = add_usage(earlier, completion.usage), True
         await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
 
     async def _fail(self, run: _Run, code: str) -> None:
@@ -534,15 +534,6 @@ class JobWorker:
             await self._io(self._deps.repository.transition, transition)
         except TransitionConflictError:
             logger.info("exhausted job moved on before it could be failed")
-
-
-def _sum(first: Usage | None, second: Usage | None) -> Usage | None:
-    if first is None or second is None:
-        return first or second
-    return Usage(
-        input_tokens=first.input_tokens + second.input_tokens,
-        output_tokens=first.output_tokens + second.output_tokens,
-    )
 
 
 def _cancel_won(conflict: TransitionConflictError, run: _Run) -> bool:

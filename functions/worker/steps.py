@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from functions.worker.signals import ReleaseNeeded
 from shared.errors import ProviderError, TerminalProviderError, TransientProviderError
-from shared.job import StepOutput, Usage
+from shared.job import StepOutput, Usage, add_usage
 from shared.planner import Step, StepPlan, ready_steps, step_messages
 from shared.ports import Completion, CompletionRequest
 
@@ -45,17 +45,6 @@ class StepsStopped:
     usage: Usage | None
     extra_usage: Usage | None
     error: ProviderError | None
-
-
-def sum_usage(usages: list[Usage | None]) -> Usage | None:
-    """The tokens of every call that reported them (None when none did)."""
-    known = [usage for usage in usages if usage is not None]
-    if not known:
-        return None
-    return Usage(
-        input_tokens=sum(usage.input_tokens for usage in known),
-        output_tokens=sum(usage.output_tokens for usage in known),
-    )
 
 
 class StepLoop:
@@ -109,7 +98,7 @@ class StepLoop:
     @property
     def usage(self) -> Usage | None:
         """Every checkpoint's usage, and the extra calls' (a refused call that reported usage)."""
-        return sum_usage([output.usage for output in self._done.values()] + [self._extra_usage])
+        return add_usage(*(output.usage for output in self._done.values()), self._extra_usage)
 
     @property
     def extra_usage(self) -> Usage | None:
@@ -166,7 +155,7 @@ class StepLoop:
             if (stored.output, stored.usage) != (completion.text, completion.usage):
                 # Another claim checkpointed this step first: its answer stands, and this call
                 # was paid for all the same.
-                self._extra_usage = sum_usage([self._extra_usage, completion.usage])
+                self._extra_usage = add_usage(self._extra_usage, completion.usage)
             self._done[step.step_id] = stored
             await self._progress(self.completed, self.usage, self._extra_usage)
             self._last_beat = self._monotonic()  # a progress write extends the lease too
@@ -174,7 +163,7 @@ class StepLoop:
             # A terminal answer wins over a transient one: retrying cannot help the job.
             self._error = error
             if isinstance(error.usage, Usage):  # refused after generating: billed all the same
-                self._extra_usage = sum_usage([self._extra_usage, error.usage])
+                self._extra_usage = add_usage(self._extra_usage, error.usage)
         elif isinstance(error, TransientProviderError):
             if not isinstance(self._error, TerminalProviderError):
                 self._error = self._error or error

@@ -90,6 +90,7 @@ class World:
                 r.ENV_ISOLATION_QUEUE_ARN: "arn:aws:sqs:us-east-1:123456789012:isolation",
                 r.ENV_ISOLATION_DLQ_URL: "https://isolation-dlq",
                 r.ENV_OPENAI_SECRET: "secret",
+                r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
                 "HEARTBEAT_SECONDS": "0.05",
                 **settings,
             }

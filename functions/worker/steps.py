@@ -30,7 +30,8 @@ from shared.job import StepOutput, Usage, add_usage
 from shared.planner import Step, StepPlan, ready_steps, step_messages
 from shared.ports import Completion, CompletionRequest
 
-StartCall = Callable[[CompletionRequest], "asyncio.Future[Completion]"]
+# Starts one step's call: the worker streams a streaming job's final step, calls the others.
+StartCall = Callable[[Step, CompletionRequest], "asyncio.Future[Completion]"]
 Checkpoint = Callable[[Step, Completion], Awaitable[StepOutput]]
 Progress = Callable[[int, Usage | None, Usage | None], Awaitable[None]]
 Heartbeat = Callable[[], Awaitable[None]]
@@ -39,12 +40,14 @@ Heartbeat = Callable[[], Awaitable[None]]
 @dataclass(frozen=True)
 class StepsStopped:
     """Where the loop ended: every step's output so far, the job's usage (the checkpoints' and the
-    extra calls'), the extra calls' alone, and what stopped it (None: every step is done)."""
+    extra calls'), the extra calls' alone, what stopped it (None: every step is done), and the
+    output attempt that streamed the final step's checkpoint (a streaming job's result's)."""
 
     outputs: Mapping[str, str]
     usage: Usage | None
     extra_usage: Usage | None
     error: ProviderError | None
+    result_attempt: int | None = None
 
 
 class StepLoop:
@@ -125,8 +128,14 @@ class StepLoop:
                 await self._heartbeat()
                 self._last_beat = self._monotonic()
         outputs = {step_id: output.output for step_id, output in self._done.items()}
+        final = self._plan.final_step
+        checkpoint = self._done.get(final.step_id) if final is not None else None
         return StepsStopped(
-            outputs=outputs, usage=self.usage, extra_usage=self._extra_usage, error=self._error
+            outputs=outputs,
+            usage=self.usage,
+            extra_usage=self._extra_usage,
+            error=self._error,
+            result_attempt=checkpoint.output_attempt if checkpoint is not None else None,
         )
 
     def _start_ready(self) -> None:
@@ -145,7 +154,7 @@ class StepLoop:
                 messages=step_messages(self._plan, step, children),
                 max_output_tokens=step.max_tokens,
             )
-            self._in_flight[self._start_call(request)] = step
+            self._in_flight[self._start_call(step, request)] = step
 
     async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
         error = future.exception()
@@ -167,5 +176,7 @@ class StepLoop:
         elif isinstance(error, TransientProviderError):
             if not isinstance(self._error, TerminalProviderError):
                 self._error = self._error or error
+            if isinstance(error.usage, Usage):  # a stream cut mid-way: what it generated was billed
+                self._extra_usage = add_usage(self._extra_usage, error.usage)
         else:
             raise error  # not the provider's answer: the worker hands the job back

@@ -19,7 +19,8 @@ from typing import Any
 import openai
 import pytest
 
-from outlast.local.model_server import MAX_BODY_BYTES, ModelServer, messages_hash
+from outlast.local.fake_model.requests import messages_hash
+from outlast.local.model_server import MAX_BODY_BYTES, ModelServer
 from shared.contract import Operation
 from shared.plan_parameters import PlanParameters
 from shared.planner import StepPlan, final_output, plan_job, step_messages

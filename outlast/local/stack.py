@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from outlast.chaos.spec import ChaosSpec
 from outlast.local.capabilities.api import Api
 from outlast.local.capabilities.base import Starter
 from outlast.local.capabilities.console import Console
@@ -32,6 +31,7 @@ from outlast.local.capabilities.provider import ModelProvider
 from outlast.local.capabilities.realtime import Realtime
 from outlast.local.capabilities.schedules import Schedules
 from outlast.local.capabilities.storage import Storage
+from outlast.local.fault_hook import FaultHook
 from outlast.local.http_front import ApiFront
 from outlast.local.iam.enforcement import Enforcement
 from outlast.local.lambda_runtime import FunctionPool
@@ -58,7 +58,8 @@ class LocalOptions:
     # moto never expires items; the reaper scans under moto's one lock, so not too often.
     reap_seconds: float = 30.0
     verbose: bool = False
-    chaos: ChaosSpec | None = None  # run every function under the fault-injection shim (chaos_shim)
+    # Wrap every function's handler with a module the caller names (outlast.local.fault_hook).
+    fault_hook: FaultHook | None = None
     log: Callable[[str], None] = print
 
 
@@ -103,7 +104,7 @@ class LocalStack:
             logs=logs,
             roles=iam_dir(options.port),
             environment=options.environment,
-            chaos=options.chaos,
+            fault_hook=options.fault_hook,
             verbose=options.verbose,
             log=log,
         )
@@ -271,7 +272,7 @@ class LocalStack:
             "secrets": resources.secrets,
             "functions": self._functions.names(),
             "scheduled": [self._functions.logical_id(arn) for arn in self._schedules.scheduled],
-            "chaos": self.options.chaos.to_dict() if self.options.chaos is not None else None,
+            "chaos": self.options.fault_hook.description if self.options.fault_hook is not None else None,
             "iam": self.iam.describe(),
             "outputs": self._outputs(),
         }

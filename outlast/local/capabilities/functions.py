@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from outlast.chaos.spec import ENV_HANDLER, ENV_SPEC, SHIM_HANDLER, ChaosSpec
 from outlast.local import event_sources
 from outlast.local.capabilities.base import Log, Loops, file_log, remaining
+from outlast.local.fault_hook import FaultHook
 from outlast.local.iam.enforcement import Enforcement
 from outlast.local.iam.roles import local_where
 from outlast.local.lambda_runtime import FunctionError, FunctionPool, FunctionSpec, host_environment
@@ -57,7 +57,7 @@ class Functions(Loops):
         logs: Path,
         roles: Path,
         environment: Mapping[str, str],
-        chaos: ChaosSpec | None,
+        fault_hook: FaultHook | None,
         verbose: bool,
         log: Log,
     ) -> None:
@@ -65,7 +65,7 @@ class Functions(Loops):
         self._logs = logs
         self._roles = roles
         self._environment = environment
-        self._chaos = chaos
+        self._fault_hook = fault_hook
         self._verbose = verbose
         self._log = log
         self.pools: dict[str, FunctionPool] = {}
@@ -130,10 +130,8 @@ class Functions(Loops):
             **self.iam.environment(resource.logical_id),
         }
         handler = str(properties["Handler"])
-        if self._chaos is not None:
-            # Local mode only: the shim imports the real handler and injects faults around it.
-            environment |= {ENV_HANDLER: handler, ENV_SPEC: self._chaos.to_json()}
-            handler = SHIM_HANDLER
+        if self._fault_hook is not None:
+            handler, environment = self._fault_hook.apply(handler, environment)
         return FunctionSpec(
             logical_id=resource.logical_id,
             name=str(resolver.ref(resource.logical_id)),

@@ -1,8 +1,8 @@
 """What every capability's starter shares: the stop protocol, a polling loop, a log file.
 
 The composition root (`outlast.local.stack.LocalStack`) starts one starter per capability and
-stops them all in three passes, each in the order they were started: `stop_intake` (no new
-work: pollers, schedules, the HTTP front), then `stop` (tell servers and processes to end,
+stops them all in three passes, each over the starters in one declared order: `stop_intake` (no
+new work: pollers, schedules, the HTTP front), then `stop` (tell servers and processes to end,
 without waiting), then `join` (wait, up to one deadline shared by every starter). So one slow
 exit never queues the others, and a starter only says what it owns.
 """

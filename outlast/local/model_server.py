@@ -9,7 +9,9 @@ gives up, the server stops, or 60 s pass).
 
 Routes: `POST /v1/chat/completions`, `GET /v1/models` (both want a bearer key, any key). Not
 part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished chat call in the
-order they finished (outlast.local.fake_model.calls describes an entry), `POST /_calls/reset`
+order they finished (outlast.local.fake_model.calls describes an entry; a call is logged just
+after its answer is sent, so a reader waits for `ModelServer.in_flight` to be 0, or polls, as
+tests/support/local_stack.py does), `POST /_calls/reset`
 clears that list only, `POST /_faults/reset` clears the fault counters only. A step of a planned
 job sends the same messages on every attempt, so calls are counted per step by `requestHash`
 (the hash of the messages the planner renders for the step, `messages_hash`), or per map step

@@ -53,7 +53,12 @@ def ask(client: openai.OpenAI, chat: list[dict[str, str]], **options: Any) -> st
 
 
 def control(server: ModelServer, method: str, path: str) -> Any:
-    """Call one of the test-only endpoints (/_calls, /_faults/reset, /_calls/reset)."""
+    """Call one of the test-only endpoints (/_calls, /_tally, /_faults/reset, /_calls/reset).
+
+    A read waits for every call to end first: a call is logged just after its answer is sent, so a
+    client that has its answer can otherwise read the log before its own call is in it."""
+    if method == "GET":
+        wait_until_idle(server)
     connection = connect(server)
     try:
         connection.request(method, path, body=b"" if method == "POST" else None)

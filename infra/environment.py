@@ -248,7 +248,7 @@ def webhook_sender_environment(
     config: StageConfig, *, webhooks_table: str, webhooks_queue_url: str, webhooks_dlq_url: str
 ) -> dict[str, str]:
     """The webhook sender: the store, the queue and its DLQ, the schedule's scale, and the egress
-    flag, always false here: only local mode turns it on (outlast.local.stack)."""
+    flag, always false here: only local mode turns it on (outlast.local.capabilities.functions)."""
     return settings_environment(
         WebhookSenderSettings,
         {

@@ -39,6 +39,7 @@ from infra.names import JOBS_QUEUE, JOBS_TABLE, OUTBOX, FunctionName
 from outlast.bench.events import BenchContext, status_event, submit_event
 from outlast.bench.meter import LogCounter, Meter
 from outlast.local import event_sources
+from outlast.local.capabilities.functions import LOCAL_FUNCTION_ENVIRONMENT
 from outlast.local.event_sources import SqsSource, StreamSource
 from outlast.local.iam.denials import DenialLog
 from outlast.local.iam.guard import Guard
@@ -46,7 +47,6 @@ from outlast.local.iam.roles import FunctionRole, function_roles, local_where
 from outlast.local.model_server import ModelServer
 from outlast.local.moto_server import MotoServer
 from outlast.local.provision import LocalResources, Provisioner
-from outlast.local.stack import LOCAL_FUNCTION_ENVIRONMENT
 from outlast.local.synth import PROJECT_ROOT, synthesize
 from outlast.local.template import REGION, Resolver, Template
 

@@ -23,8 +23,8 @@ from outlast.chaos.driver import Driver, JobRun
 from outlast.chaos.plan import PROFILES, Fault
 from outlast.chaos.report import ChaosReport, KindRow
 from outlast.local.access import local_client
+from outlast.local.fake_model.requests import messages_hash
 from outlast.local.iam.enforcement import denial_summary
-from outlast.local.model_server import messages_hash
 from shared import resources as r
 from shared.adapters.dynamo_items import job_id_of
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger

@@ -24,8 +24,8 @@ from joserfc.jwk import RSAKey
 from moto.utilities.utils import load_resource
 
 from outlast.local.access import issue_token, local_client
+from outlast.local.fake_model.requests import messages_hash
 from outlast.local.iam.denials import Denial, DenialLog
-from outlast.local.model_server import messages_hash
 from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import read_state
 from outlast.local.synth import STACK_TEMPLATE

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 from functions.worker.signals import ReleaseNeeded
 from shared.errors import ProviderError, TerminalProviderError, TransientProviderError
-from shared.job import StepOutput, Usage
+from shared.job import StepOutput, Usage, add_usage
 from shared.planner import Step, StepPlan, ready_steps, step_messages
 from shared.ports import Completion, CompletionRequest
 
-StartCall = Callable[[CompletionRequest], "asyncio.Future[Completion]"]
+# Starts one step's call: the worker streams a streaming job's final step, calls the others.
+StartCall = Callable[[Step, CompletionRequest], "asyncio.Future[Completion]"]
 Checkpoint = Callable[[Step, Completion], Awaitable[StepOutput]]
 Progress = Callable[[int, Usage | None, Usage | None], Awaitable[None]]
 Heartbeat = Callable[[], Awaitable[None]]
@@ -39,23 +40,14 @@ Heartbeat = Callable[[], Awaitable[None]]
 @dataclass(frozen=True)
 class StepsStopped:
     """Where the loop ended: every step's output so far, the job's usage (the checkpoints' and the
-    extra calls'), the extra calls' alone, and what stopped it (None: every step is done)."""
+    extra calls'), the extra calls' alone, what stopped it (None: every step is done), and the
+    output attempt that streamed the final step's checkpoint (a streaming job's result's)."""
 
     outputs: Mapping[str, str]
     usage: Usage | None
     extra_usage: Usage | None
     error: ProviderError | None
-
-
-def sum_usage(usages: list[Usage | None]) -> Usage | None:
-    """The tokens of every call that reported them (None when none did)."""
-    known = [usage for usage in usages if usage is not None]
-    if not known:
-        return None
-    return Usage(
-        input_tokens=sum(usage.input_tokens for usage in known),
-        output_tokens=sum(usage.output_tokens for usage in known),
-    )
+    result_attempt: int | None = None
 
 
 class StepLoop:
@@ -109,7 +101,7 @@ class StepLoop:
     @property
     def usage(self) -> Usage | None:
         """Every checkpoint's usage, and the extra calls' (a refused call that reported usage)."""
-        return sum_usage([output.usage for output in self._done.values()] + [self._extra_usage])
+        return add_usage(*(output.usage for output in self._done.values()), self._extra_usage)
 
     @property
     def extra_usage(self) -> Usage | None:
@@ -136,8 +128,14 @@ class StepLoop:
                 await self._heartbeat()
                 self._last_beat = self._monotonic()
         outputs = {step_id: output.output for step_id, output in self._done.items()}
+        final = self._plan.final_step
+        checkpoint = self._done.get(final.step_id) if final is not None else None
         return StepsStopped(
-            outputs=outputs, usage=self.usage, extra_usage=self._extra_usage, error=self._error
+            outputs=outputs,
+            usage=self.usage,
+            extra_usage=self._extra_usage,
+            error=self._error,
+            result_attempt=checkpoint.output_attempt if checkpoint is not None else None,
         )
 
     def _start_ready(self) -> None:
@@ -156,7 +154,7 @@ class StepLoop:
                 messages=step_messages(self._plan, step, children),
                 max_output_tokens=step.max_tokens,
             )
-            self._in_flight[self._start_call(request)] = step
+            self._in_flight[self._start_call(step, request)] = step
 
     async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
         error = future.exception()
@@ -166,7 +164,7 @@ class StepLoop:
             if (stored.output, stored.usage) != (completion.text, completion.usage):
                 # Another claim checkpointed this step first: its answer stands, and this call
                 # was paid for all the same.
-                self._extra_usage = sum_usage([self._extra_usage, completion.usage])
+                self._extra_usage = add_usage(self._extra_usage, completion.usage)
             self._done[step.step_id] = stored
             await self._progress(self.completed, self.usage, self._extra_usage)
             self._last_beat = self._monotonic()  # a progress write extends the lease too
@@ -174,9 +172,11 @@ class StepLoop:
             # A terminal answer wins over a transient one: retrying cannot help the job.
             self._error = error
             if isinstance(error.usage, Usage):  # refused after generating: billed all the same
-                self._extra_usage = sum_usage([self._extra_usage, error.usage])
+                self._extra_usage = add_usage(self._extra_usage, error.usage)
         elif isinstance(error, TransientProviderError):
             if not isinstance(self._error, TerminalProviderError):
                 self._error = self._error or error
+            if isinstance(error.usage, Usage):  # a stream cut mid-way: what it generated was billed
+                self._extra_usage = add_usage(self._extra_usage, error.usage)
         else:
             raise error  # not the provider's answer: the worker hands the job back

@@ -14,8 +14,9 @@ no hook: what runs is the deployed code, with faults added around it from the ou
 - `relay_failure`: `SqsJobQueue.send_batch` reports the job's entry failed, its first send only;
 - `relay_outage`: the same, every send (the stream gives up, the sweeper must dispatch it);
 - `worker_death_after_claim`: exit right after `JobWorker._claim` returns a run (the lease is held);
-- `worker_death_after_model_call`: exit right after `JobWorker._call_under_lease` returns the
-  answer, before anything is recorded. A worker death takes the whole batch with it.
+- `worker_death_after_model_call`: exit right after `JobWorker._call_under_lease` (or, for a
+  streaming job, `_stream_under_lease`) returns the answer, before anything is recorded. A worker
+  death takes the whole batch with it.
 
 An exit makes the local runtime report a failed invocation, as Lambda does when a runtime
 dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on the queue.
@@ -194,6 +195,7 @@ def _patch_worker(injector: Injector) -> None:
 
     _wrap(JobWorker, "_claim", claim)
     _wrap(JobWorker, "_call_under_lease", call)
+    _wrap(JobWorker, "_stream_under_lease", call)  # a streaming job's call: its events are written
 
 
 _PATCHES: dict[str, Callable[[Injector], None]] = {

@@ -37,6 +37,7 @@ from outlast.cli.formats import JOB_COLUMNS, format_budget, format_error, format
 from outlast.cli.framework import Verb
 from outlast.cli.progress import Progress
 from outlast.cli.session import Session, api_options, guarded, json_option, open_session
+from outlast.cli.stream_output import ended_status, stream_output
 from outlast.follow import Followed, TimeUpError
 from outlast.retry import FALLBACK_POLL_SECONDS, WaitTimeoutError
 
@@ -77,12 +78,18 @@ def _idempotency_key(_ctx: click.Context, _param: click.Parameter, value: str | 
 
 
 def build_submit_request(
-    operation: str, text: str, labels: tuple[str, ...], model: str | None, max_output_tokens: int | None
+    operation: str,
+    text: str,
+    labels: tuple[str, ...],
+    model: str | None,
+    max_output_tokens: int | None,
+    *,
+    stream: bool = False,
 ) -> SubmitRequest:
     """The POST /v1/jobs body: options only when given (explicit nulls are a 400); CliError for a
     body the contract refuses anyway (an empty text, a label of spaces...)."""
     try:
-        return _submit_request(operation, text, labels, model, max_output_tokens)
+        return _submit_request(operation, text, labels, model, max_output_tokens, stream=stream)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
@@ -92,7 +99,13 @@ def build_submit_request(
 
 
 def _submit_request(
-    operation: str, text: str, labels: tuple[str, ...], model: str | None, max_output_tokens: int | None
+    operation: str,
+    text: str,
+    labels: tuple[str, ...],
+    model: str | None,
+    max_output_tokens: int | None,
+    *,
+    stream: bool,
 ) -> SubmitRequest:
     options = JobOptions.model_validate(
         {
@@ -101,6 +114,7 @@ def _submit_request(
                 ("model", model),
                 ("maxOutputTokens", max_output_tokens),
                 ("labels", list(labels)),
+                ("stream", stream),
             )
             if value
         }
@@ -161,6 +175,7 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
     exit_codes=WAIT_CODES,
     examples=(
         "outlast submit summarize --file report.txt --wait > summary.txt",
+        "outlast submit analyze --file report.txt --stream",
         "outlast submit classify --text 'Refund please' --label billing --label support --json",
     ),
 )
@@ -176,6 +191,12 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
     metavar="KEY",
     help="reuse the key of an earlier submit to get the same job (default: a new UUID)",
 )
+@click.option(
+    "--stream",
+    is_flag=True,
+    help="print the output as it is written (summarize, analyze), until the job ends; with --json, "
+    "each output event as a JSON line",
+)
 @wait_options
 @api_options
 @json_option
@@ -189,6 +210,7 @@ def submit(
     model: str | None,
     max_output_tokens: int | None,
     idempotency_key: str | None,
+    stream: bool,
     wait: bool,
     timeout: float | None,
     api_url: str | None,
@@ -199,12 +221,16 @@ def submit(
     """Submit a job.
 
     OPERATION is summarize, analyze or classify; the input comes from --text or --file. The
-    idempotency key it prints makes a retry safe: the same key gets the same job.
+    idempotency key it prints makes a retry safe: the same key gets the same job. With --stream
+    the output is printed as it is written (after a dropped connection or a retry of the job it
+    goes on from its last event).
     """
     if text is not None and file is not None:
         raise click.UsageError("give the input once: --text or --file")
-    _check_timeout(wait, timeout)
-    request = build_submit_request(operation, _read_text(text, file), labels, model, max_output_tokens)
+    _check_timeout(wait or stream, timeout)
+    request = build_submit_request(
+        operation, _read_text(text, file), labels, model, max_output_tokens, stream=stream
+    )
     console = Console(json_mode)
     session = open_session(console, api_url, profile, token_env)
     key = idempotency_key or new_idempotency_key()
@@ -232,6 +258,9 @@ def submit(
     if answer.replayed:
         console.note(f"replayed: same job as before (idempotency key {key})")
     status_url = session.api.url_for(answer.location or f"/v1/jobs/{job_id}")
+    if stream:
+        console.note(f"job {job_id} ({status_url})")
+        return stream_and_report(session, job_id, _deadline(timeout))
     if not wait:
         console.show(f"job     {job_id}\nstatus  {answer.document.status}\nurl     {status_url}", answer.body)
         console.note(f"follow it: outlast status {job_id} --wait")
@@ -285,6 +314,26 @@ def wait_and_report(session: Session, followed: Followed, deadline: float | None
         console.note(f"job {job_id} was Canceled")
     console.show(None, followed.body)
     return exit_code_for(status)
+
+
+def stream_and_report(session: Session, job_id: str, deadline: float | None) -> ExitCode:
+    """Print the job's output as it is written, then say how the job ended."""
+    console = session.console
+    try:
+        stream_output(session, job_id, deadline)
+    except (WaitTimeoutError, TimeUpError, KeyboardInterrupt) as stopped:
+        why = "stopped waiting" if isinstance(stopped, KeyboardInterrupt) else "timed out"
+        console.note(
+            f"{why}: job {job_id} goes on without you.\n  resume: outlast output {job_id} --follow\n"
+            f"  cancel: outlast cancel {job_id}"
+        )
+        return ExitCode.STILL_RUNNING
+    document = ended_status(session, job_id)
+    if document.status == "Failed":
+        console.note(f"job {job_id} Failed after {document.attempts} attempt(s): {format_error(document)}")
+    elif document.status == "Canceled":
+        console.note(f"job {job_id} was Canceled (its output so far is above)")
+    return exit_code_for(document.status)
 
 
 # --- status, result, cancel ----------------------------------------------------------------------

@@ -3,9 +3,11 @@
 It speaks the Chat Completions wire format, so the real `openai` SDK runs over a real socket
 (point OPENAI_BASE_URL at `ModelServer.url`). What it answers is the fake model's
 (outlast.local.fake_model: the answers, the directives that inject faults, the call log); this
-module only reads requests, asks the fake model, and writes its answers, acting out the two
-things a pure model cannot: the delay, and the stall of a timeout (no answer until the client
-gives up, the server stops, or 60 s pass).
+module only reads requests, asks the fake model, and writes its answers, acting out what a pure
+model cannot: the delay, the stall of a timeout (no answer until the client gives up, the server
+stops, or 60 s pass), and a streamed answer (`stream: true`: chunked server-sent events, paced by
+`[[pace:N]]`, broken off after a few tokens by `[[fault:stream_cut*N]]`; a client that closes the
+stream before its end is logged `closed_early`, with the tokens sent so far as what was served).
 
 Routes: `POST /v1/chat/completions`, `GET /v1/models` (both want a bearer key, any key). Not
 part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished chat call in the
@@ -40,8 +42,9 @@ from types import TracebackType
 from typing import Any
 
 from outlast.local.fake_model.calls import CallOutcome
-from outlast.local.fake_model.model import DEFAULT_CONTEXT_TOKENS, FakeModel
+from outlast.local.fake_model.model import DEFAULT_CONTEXT_TOKENS, FakeModel, Turn
 from outlast.local.fake_model.replies import Reply, error_reply, not_found
+from outlast.local.fake_model.streaming import CUT_AFTER_PIECES
 from outlast.local.http_handler import LocalRequestHandler
 from outlast.local.stop_signals import StopSignals
 
@@ -187,6 +190,8 @@ class _Handler(LocalRequestHandler):
         if turn.stalls:
             self._stall()
             return turn.unanswered("timeout")
+        if turn.streams:
+            return self._stream(turn)
         reply, outcome = turn.reply()
         if outcome.usage is None:  # an error answer: nothing was served
             return self._send(reply, outcome)
@@ -196,6 +201,47 @@ class _Handler(LocalRequestHandler):
             # The caller left before the answer (it gave up, or its process died).
             self.close_connection = True
             return turn.abandoned(outcome)
+
+    def _stream(self, turn: Turn) -> CallOutcome:
+        """Server-sent events, chunked: paced by `[[pace:N]]`, cut after a few pieces for
+        `[[fault:stream_cut*N]]` (the connection breaks without the last chunk), and `closed_early`
+        when the client hangs up first (a cancel: the provider stops generating)."""
+        answer = turn.streamed_answer()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", f"req_{uuid.uuid4().hex}")
+        self.end_headers()
+        pause = 1 / turn.pace if turn.pace else 0.0
+        sent: list[str] = []
+        try:
+            for index, (data, piece) in enumerate(answer.events()):
+                if turn.cuts and index == CUT_AFTER_PIECES:
+                    self._break_off()
+                    return turn.streamed("stream_cut", answer, "".join(sent))
+                if index and pause and self.server.state.stopping.wait(pause):
+                    self._break_off()
+                    return turn.streamed("shutdown", answer, "".join(sent))
+                if _peer_closed(self.connection):
+                    raise ConnectionResetError
+                self._write_chunk(data)
+                sent.append(piece)
+            self._write_chunk(answer.ending())
+            self._write_chunk(b"")  # the last chunk: the body is whole
+        except OSError:
+            self.close_connection = True
+            return turn.streamed("closed_early", answer, "".join(sent))
+        return turn.streamed("ok", answer, "".join(sent))
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _break_off(self) -> None:
+        """Close the connection mid-body: the client sees a response cut short."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _stall(self) -> None:
         """Answer nothing until the client gives up, the server stops, or the bound passes."""

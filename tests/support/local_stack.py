@@ -416,8 +416,9 @@ def assert_status_document(document: dict[str, Any], job_id: str | None = None) 
         assert document["error"] is None, document
     usage = document["usage"]
     assert usage is None or (
-        set(usage) == {"inputTokens", "outputTokens"}
-        and all(isinstance(v, int) and v >= 0 for v in usage.values())
+        set(usage) == {"inputTokens", "outputTokens", "estimated"}
+        and all(isinstance(usage[k], int) and usage[k] >= 0 for k in ("inputTokens", "outputTokens"))
+        and isinstance(usage["estimated"], bool)
     ), usage
     text = json.dumps(document)
     assert not [leak for leak in LEAKS if leak in text], text

@@ -11,6 +11,8 @@ the failures the worker must survive (DESIGN.md, "Model providers"):
 | `[[fault:context_length]]` | always: 400 `context_length_exceeded`                           |
 | `[[fault:content_policy]]` | always: 400 `content_policy_violation`                          |
 | `[[delay:SECONDS]]`        | wait that long before answering (the first delay directive)     |
+| `[[pace:N]]`               | a streamed answer (`stream: true`) sends N tokens a second      |
+| `[[fault:stream_cut*N]]`   | first N calls: a streamed answer breaks off after a few tokens  |
 
 A directive applies to the call whose messages contain it, and only to that call: in a job run
 in steps, a directive inside one chunk affects that chunk's map call. No answer ever contains a
@@ -29,6 +31,9 @@ The modules, one concern each (a new feature is a new module or an entry in one 
 - `directives`: the directives, and the per-request counters of the counted faults.
 - `answers`: what the prompt asks (operation, template, part) and the text that answers it.
 - `completions`: the chat.completion object (the answer cut to max_tokens, its usage).
+- `streaming`: a streamed answer (`stream: true`): its tokens as `chat.completion.chunk` server-sent
+  events, the finish reason, a usage chunk (`stream_options.include_usage`), `[DONE]`; the HTTP
+  layer paces them, cuts them, and logs `closed_early` when the client closes the stream first.
 - `replies`: OpenAI's error shapes, each injected fault's answer, the context check.
 - `calls`: the call log and the tally of tokens served.
 - `model`: `FakeModel.take(body, authorization) -> Turn`, what one call gets; the HTTP layer

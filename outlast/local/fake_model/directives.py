@@ -14,13 +14,16 @@ import threading
 
 from outlast.local.fake_model.requests import ChatRequest
 
-COUNTED_FAULTS = ("rate_limit", "server_error", "timeout")
+# `stream_cut` is acted out by the HTTP layer: a streamed answer whose connection breaks after a few
+# pieces (a call that does not stream is answered as usual, and counts all the same).
+COUNTED_FAULTS = ("rate_limit", "server_error", "timeout", "stream_cut")
 PERMANENT_FAULTS = ("context_length", "content_policy")
 
 _COUNTED_FAULT = re.compile(rf"\[\[fault:({'|'.join(COUNTED_FAULTS)})\*(\d+)\]\]")
 _PERMANENT_FAULT = re.compile(rf"\[\[fault:({'|'.join(PERMANENT_FAULTS)})\]\]")
 _DELAY = re.compile(r"\[\[delay:(\d+(?:\.\d*)?|\.\d+)\]\]")
-_DIRECTIVE = re.compile(r"\[\[(?:fault|delay):[^\]]*\]\]")
+_PACE = re.compile(r"\[\[pace:(\d+(?:\.\d*)?|\.\d+)\]\]")
+_DIRECTIVE = re.compile(r"\[\[(?:fault|delay|pace):[^\]]*\]\]")
 
 
 def strip_directives(text: str) -> str:
@@ -36,6 +39,13 @@ def delay_seconds(text: str) -> float:
     """The first [[delay:SECONDS]] directive, or no delay."""
     found = _DELAY.search(text)
     return float(found.group(1)) if found else 0.0
+
+
+def pace_tokens_per_second(text: str) -> float | None:
+    """The first [[pace:N]] directive (a streamed answer's tokens a second), or as fast as it can."""
+    found = _PACE.search(text)
+    pace = float(found.group(1)) if found else 0.0
+    return pace if pace > 0 else None
 
 
 class FaultCounters:

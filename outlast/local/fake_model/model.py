@@ -13,7 +13,7 @@ from typing import Any
 
 from outlast.local.fake_model.calls import CallLog, CallOutcome, tally
 from outlast.local.fake_model.completions import completion
-from outlast.local.fake_model.directives import FaultCounters, delay_seconds
+from outlast.local.fake_model.directives import FaultCounters, delay_seconds, pace_tokens_per_second
 from outlast.local.fake_model.replies import (
     Reply,
     context_reply,
@@ -23,6 +23,7 @@ from outlast.local.fake_model.replies import (
     unauthorized,
 )
 from outlast.local.fake_model.requests import ChatRequest, InvalidRequestError, authorized, parse_chat_request
+from outlast.local.fake_model.streaming import StreamedAnswer
 
 DEFAULT_CONTEXT_TOKENS = 128_000
 
@@ -41,13 +42,44 @@ class Turn:
         """True when the call is never answered (the timeout fault): its client must give up."""
         return self.fault == "timeout"
 
+    @property
+    def streams(self) -> bool:
+        """True when the answer is server-sent events (a streaming request that is not refused)."""
+        return (
+            self.request is not None
+            and self.request.stream
+            and self.refusal is None
+            and self.fault in {None, "stream_cut"}
+        )
+
+    @property
+    def cuts(self) -> bool:
+        """True when the stream breaks after a few pieces (`[[fault:stream_cut*N]]`)."""
+        return self.streams and self.fault == "stream_cut"
+
+    @property
+    def pace(self) -> float | None:
+        """A streamed answer's tokens a second (`[[pace:N]]`), or None: as fast as it can."""
+        return pace_tokens_per_second(self.request.text) if self.request is not None else None
+
+    def streamed_answer(self) -> StreamedAnswer:
+        """The pieces of a streamed answer and how it ends (made now, after any delay)."""
+        if self.request is None:
+            raise ValueError("a turn without a request is a refusal")
+        return StreamedAnswer.of(self.request)
+
+    def streamed(self, outcome: str, answer: StreamedAnswer, sent: str) -> CallOutcome:
+        """What the call log records of a stream: `ok`, `stream_cut`, or `closed_early` (its client
+        closed it before the end); the tally counts what was sent, as a provider bills it."""
+        return CallOutcome(outcome, 200, self.request, answer.usage(sent))
+
     def reply(self) -> tuple[Reply, CallOutcome]:
         """The answer, made now (after any delay), and what the call log records once it is sent."""
         if self.refusal is not None:
             return self.refusal, CallOutcome(str(self.fault), self.refusal.status, self.request)
         if self.request is None:
             raise ValueError("a turn without a request is a refusal")
-        if self.fault is not None:
+        if self.fault is not None and self.fault != "stream_cut":  # a call that does not stream is not cut
             reply = fault_reply(self.fault)
             return reply, CallOutcome(self.fault, reply.status, self.request)
         reply = completion(self.request)

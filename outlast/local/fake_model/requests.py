@@ -23,6 +23,8 @@ class ChatRequest:
     messages: list[dict[str, Any]]
     max_tokens: int | None
     request_hash: str
+    stream: bool = False  # answer with server-sent events (`stream: true`)
+    include_usage: bool = False  # `stream_options.include_usage`: a last chunk with the usage
 
     @property
     def text(self) -> str:
@@ -57,7 +59,13 @@ def parse_chat_request(body: bytes) -> ChatRequest:
     max_tokens = payload.get("max_completion_tokens", payload.get("max_tokens"))
     if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
         raise InvalidRequestError("max_tokens must be a positive integer.")
-    return ChatRequest(model, messages, max_tokens, messages_hash(messages))
+    stream, options = payload.get("stream", False), payload.get("stream_options")
+    if type(stream) is not bool:
+        raise InvalidRequestError("stream must be a boolean.")
+    if options is not None and (not stream or not isinstance(options, dict)):
+        raise InvalidRequestError("stream_options is only allowed when stream is true.")
+    include_usage = bool((options or {}).get("include_usage", False))
+    return ChatRequest(model, messages, max_tokens, messages_hash(messages), stream, include_usage)
 
 
 def messages_hash(messages: list[dict[str, Any]]) -> str:

@@ -33,12 +33,20 @@ export class SubmitScreen implements Screen {
       labels,
       h("p", { id: "labels-help", class: "help" }, "One per line or separated by commas; the model picks one."),
     );
+    const stream = h("input", { id: "stream", name: "stream", type: "checkbox" });
+    const streamRow = h(
+      "div",
+      { class: "field checkbox", id: "stream-field" },
+      stream,
+      h("label", { for: "stream" }, "Show the output as it is written"),
+    );
     this.fileNote = h("p", { id: "file-note", class: "help", role: "status" });
     this.failure = h("div", { id: "submit-failure" });
     this.button = h("button", { type: "submit", id: "submit-job", class: "primary" }, "Submit job");
     operation.addEventListener("change", () => {
       labelsRow.hidden = operation.value !== "classify";
       labels.required = operation.value === "classify";
+      streamRow.hidden = operation.value === "classify"; // one label: nothing to watch grow
     });
     file.addEventListener("change", () => void this.readFile(file, text));
     const form = h(
@@ -54,6 +62,7 @@ export class SubmitScreen implements Screen {
         this.fileNote,
       ),
       labelsRow,
+      streamRow,
       this.failure,
       this.button,
     );
@@ -63,6 +72,7 @@ export class SubmitScreen implements Screen {
         operation: operation.value as Operation,
         text: text.value,
         labels: parseLabels(labels.value),
+        stream: stream.checked && operation.value !== "classify",
       });
     });
     main.replaceChildren(

@@ -43,6 +43,11 @@ RELAY_MAX_RECORD_AGE_SECONDS = 3600
 NOTIFIER_BATCH_SIZE = 100
 NOTIFIER_RETRY_ATTEMPTS = 2
 NOTIFIER_MAX_RECORD_AGE_SECONDS = 300
+# The output pusher (streaming output): like the notifier's, a late event is worth little to a
+# follower (it catches up from GET /v1/jobs/{id}/output), so records give up soon.
+OUTPUT_PUSHER_BATCH_SIZE = 100
+OUTPUT_PUSHER_RETRY_ATTEMPTS = 2
+OUTPUT_PUSHER_MAX_RECORD_AGE_SECONDS = 300
 SQS_MAX_VISIBILITY_SECONDS = 12 * 3600
 # DynamoDB's default per-table throughput quota (read or write units a second) and the range of
 # target utilisations DynamoDB auto scaling accepts.
@@ -184,6 +189,12 @@ class StageConfig(BaseModel):
         default=DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS, alias="extractStepOutputTokens", ge=16, le=16_384
     )
     step_concurrency: int = Field(default=4, alias="stepConcurrency", ge=1, le=32)
+
+    # Streaming output (DESIGN.md, "Streaming output"): the worker writes an event when its buffer
+    # holds this many bytes (at most 900, so an event stays one write unit) or this long after its
+    # last write; the first delta at once.
+    stream_flush_bytes: int = Field(default=900, alias="streamFlushBytes", ge=16, le=900)
+    stream_flush_ms: int = Field(default=500, alias="streamFlushMs", ge=10, le=60_000)
 
     # DynamoDB capacity (every table and global secondary index alike, each scaled on its own).
     billing_mode: Annotated[CapacityMode, BeforeValidator(_capacity_mode)] = Field(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from functions.budget.settings import BudgetApiSettings
 from functions.notifier.settings import NotifierSettings
+from functions.output_pusher.settings import OutputPusherSettings
 from functions.relay.settings import RelaySettings
 from functions.status.settings import StatusSettings
 from functions.submit.settings import SubmitSettings
@@ -20,6 +21,7 @@ from functions.webhook_sender.settings import WebhookSenderSettings
 from functions.worker.settings import WorkerSettings
 from functions.ws_authorizer.settings import AuthorizerSettings
 from functions.ws_connections.settings import ConnectionsSettings
+from functions.ws_follow.settings import FollowSettings
 from infra.config import StageConfig
 from infra.names import FunctionName
 from shared import resources as r
@@ -111,12 +113,14 @@ def status_environment(
     bucket: str,
     cursor_secret_arn: str,
     budgets_table: str,
+    output_events_table: str,
 ) -> dict[str, str]:
-    """The status function (status, result, list, cancel)."""
+    """The status function (status, result, output, list, cancel)."""
     return settings_environment(
         StatusSettings,
         {
             "jobs_table": jobs_table,
+            "output_events_table": output_events_table,
             "budgets_table": budgets_table,
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
@@ -145,12 +149,17 @@ def worker_environment(
     isolation_queue_arn: str,
     isolation_dlq_url: str,
     openai_secret_arn: str,
+    output_events_table: str,
 ) -> dict[str, str]:
-    """The worker: storage, queues, the provider, and the timing of leases, retries and releases."""
+    """The worker: storage, queues, the provider, the timing of leases, retries and releases, and
+    where and when a streaming call's output is written."""
     return settings_environment(
         WorkerSettings,
         {
             "jobs_table": jobs_table,
+            "output_events_table": output_events_table,
+            "stream_flush_bytes": config.stream_flush_bytes,
+            "stream_flush_ms": config.stream_flush_ms,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "dlq_url": dlq_url,
@@ -245,11 +254,34 @@ def notifier_environment(
     )
 
 
+def ws_follow_environment(
+    *, jobs_table: str, output_events_table: str, connections_table: str, connections_endpoint: str
+) -> dict[str, str]:
+    """The follow and unfollow routes: the owner check, the follows, the replay and where it is posted."""
+    return settings_environment(
+        FollowSettings,
+        {
+            "jobs_table": jobs_table,
+            "output_events_table": output_events_table,
+            "connections_table": connections_table,
+            "connections_endpoint": connections_endpoint,
+        },
+    )
+
+
+def output_pusher_environment(*, connections_table: str, connections_endpoint: str) -> dict[str, str]:
+    """The output pusher: the follows and the stage's management endpoint (its callback URL)."""
+    return settings_environment(
+        OutputPusherSettings,
+        {"connections_table": connections_table, "connections_endpoint": connections_endpoint},
+    )
+
+
 def webhook_sender_environment(
     config: StageConfig, *, webhooks_table: str, webhooks_queue_url: str, webhooks_dlq_url: str
 ) -> dict[str, str]:
     """The webhook sender: the store, the queue and its DLQ, the schedule's scale, and the egress
-    flag, always false here: only local mode turns it on (outlast.local.stack)."""
+    flag, always false here: only local mode turns it on (outlast.local.capabilities.functions)."""
     return settings_environment(
         WebhookSenderSettings,
         {

@@ -24,6 +24,7 @@ API = "Api"
 REALTIME = "Realtime"
 WEBHOOKS = "Webhooks"
 BUDGETS = "Budgets"
+STREAMING = "Streaming"
 MONITORING = "Monitoring"
 CONSOLE = "Console"
 PACKAGING = "Packaging"
@@ -49,6 +50,8 @@ WEBSOCKET_API = "WebSocketApi"
 WEBSOCKET_STAGE = "Stage"
 TICKET_AUTHORIZER = "TicketAuthorizer"
 NOTIFIER_FAILURE_QUEUE = "NotifierFailures"
+OUTPUT_EVENTS_TABLE = "OutputEventsTable"
+OUTPUT_PUSHER_FAILURE_QUEUE = "OutputPusherFailures"
 WEBHOOKS_TABLE = "WebhooksTable"
 WEBHOOKS_QUEUE = "WebhooksQueue"
 WEBHOOKS_DLQ = "WebhooksDlq"
@@ -57,6 +60,8 @@ WEBSOCKET_STAGE_NAME = "live"
 # The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
 TICKET_IDENTITY_SOURCE = "route.request.querystring.ticket"
 WEBSOCKET_ROUTES = ("$connect", "$disconnect", "$default")
+# Routes of the selection expression `$request.body.action` (DESIGN.md, "Streaming output").
+FOLLOW_ROUTES = ("follow", "unfollow")
 # The web console (infra/constructs/console.py); local mode finds its app client by CONSOLE_CLIENT.
 CONSOLE_BUCKET = "Bucket"
 CONSOLE_HEADERS = "Headers"
@@ -94,6 +99,8 @@ class FunctionName(StrEnum):
     NOTIFIER = "notifier"
     WEBHOOK_SENDER = "webhook_sender"
     BUDGET = "budget"
+    WS_FOLLOW = "ws_follow"
+    OUTPUT_PUSHER = "output_pusher"
 
     @property
     def construct_id(self) -> str:
@@ -130,6 +137,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/jobs", FunctionName.STATUS),
     Route("GET", "/v1/jobs/{jobId}", FunctionName.STATUS),
     Route("GET", "/v1/jobs/{jobId}/result", FunctionName.STATUS),
+    Route("GET", "/v1/jobs/{jobId}/output", FunctionName.STATUS),
     Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
     Route("POST", "/v1/realtime/tickets", FunctionName.TICKETS),
     Route("GET", "/v1/budget", FunctionName.BUDGET),
@@ -163,6 +171,7 @@ class Output(StrEnum):
     WEBHOOKS_QUEUE_URL = "WebhooksQueueUrl"
     WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
     BUDGETS_TABLE_NAME = "BudgetsTableName"
+    OUTPUT_EVENTS_TABLE_NAME = "OutputEventsTableName"
     DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
     DISPATCH_GRACE_SECONDS = "DispatchGraceSeconds"
     MAX_CRASHES = "MaxCrashes"
@@ -190,6 +199,8 @@ class Runbook(StrEnum):
     BUDGET_NEAR_LIMIT = "budget-near-limit"
     BUDGET_EXHAUSTED = "budget-exhausted"
     BUDGET_OVERRUNS = "budget-overruns"
+    OUTPUT_PUSHER_ITERATOR_AGE = "output-pusher-iterator-age"
+    OUTPUT_PUSHER_FAILURES = "output-pusher-failures"
 
     @property
     def link(self) -> str:

@@ -18,6 +18,7 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
 from infra.constructs.storage import Storage
+from infra.constructs.streaming import Streaming
 from infra.constructs.sweeper import Sweeper
 from infra.constructs.webhooks import Webhooks
 from infra.constructs.worker import Worker
@@ -32,6 +33,7 @@ from infra.names import (
     PACKAGING,
     REALTIME,
     STORAGE,
+    STREAMING,
     SWEEPER,
     WEBHOOKS,
     WORKER,
@@ -58,8 +60,8 @@ def console_site(config: StageConfig) -> tuple[Path, bool]:
 
 
 class OutlastStack(Stack):
-    """Auth, storage, budgets, outbox, worker, sweeper, webhooks, live updates, API, console and
-    monitoring; nothing else."""
+    """Auth, storage, budgets, outbox, webhooks, live updates, streaming output, worker, sweeper, API,
+    console and monitoring; nothing else."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
@@ -73,10 +75,6 @@ class OutlastStack(Stack):
         storage = Storage(self, STORAGE, config=config)
         budgets = Budgets(self, BUDGETS, config=config, factory=factory)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
-        worker = Worker(self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox)
-        sweeper = Sweeper(
-            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
-        )
         webhooks = Webhooks(self, WEBHOOKS, config=config, factory=factory)
         realtime = Realtime(
             self,
@@ -87,6 +85,15 @@ class OutlastStack(Stack):
             webhooks=webhooks,
             budgets=budgets,
         )
+        streaming = Streaming(
+            self, STREAMING, config=config, factory=factory, storage=storage, realtime=realtime
+        )
+        worker = Worker(
+            self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox, streaming=streaming
+        )
+        sweeper = Sweeper(
+            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+        )
         api = Api(
             self,
             API,
@@ -95,6 +102,7 @@ class OutlastStack(Stack):
             auth=auth,
             storage=storage,
             budgets=budgets,
+            streaming=streaming,
             route_functions={
                 FunctionName.TICKETS: realtime.tickets_function,
                 FunctionName.BUDGET: budgets.function,
@@ -107,6 +115,7 @@ class OutlastStack(Stack):
             FunctionName.WORKER: worker.function,
             FunctionName.SWEEPER: sweeper.function,
             **realtime.functions,
+            **streaming.functions,
             FunctionName.WEBHOOK_SENDER: webhooks.sender,
         }
         Monitoring(
@@ -116,6 +125,7 @@ class OutlastStack(Stack):
             api=api,
             outbox=outbox,
             realtime=realtime,
+            streaming=streaming,
             webhooks=webhooks,
             functions=functions,
         )
@@ -179,6 +189,10 @@ class OutlastStack(Stack):
             Output.BUDGETS_TABLE_NAME: (
                 budgets.table.table_name,
                 "Token budgets: tenants' limits, monthly counters, open reservations (`outlast ops budgets`)",
+            ),
+            Output.OUTPUT_EVENTS_TABLE_NAME: (
+                streaming.table.table_name,
+                "Streaming jobs' output events (each flush of a streamed call), 24 h after their write",
             ),
             Output.DEFAULT_MONTHLY_TOKENS: (
                 str(config.default_monthly_tokens),

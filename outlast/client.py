@@ -6,6 +6,9 @@
     if done.status == "Succeeded":
         print(client.result(job.job_id).output)
 
+    job = client.submit("analyze", text, stream=True)
+    client.follow_output(job.job_id, on_text=lambda shown: print(shown))  # the text as it grows
+
 Every call is retried as the command line retries (a lost connection, a 5xx, a 429 honouring
 Retry-After), which is safe: reads are idempotent, and `submit` sends an idempotency key (one is
 made for you; pass your own to make a retry across processes safe). Documents are the API's own
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -42,6 +45,8 @@ from outlast.api.models import (
 from outlast.auth.tokens import NotSignedInError
 from outlast.connection import resolve
 from outlast.follow import Followed, Follower, Quiet, TimeUpError
+from outlast.output_follow import OutputFollower
+from outlast.reassembly import Reassembly
 from outlast.retry import WaitTimeoutError, with_retries
 
 __all__ = [
@@ -66,6 +71,21 @@ class WaitTimeout(Exception):  # noqa: N818 - reads as what happened: `except Wa
     def __init__(self, document: StatusDocument) -> None:
         super().__init__(f"job {document.job_id} is still {document.status}")
         self.document = document
+
+
+class _TextSink:
+    """An OutputSink that hands the whole text shown to a callback when it changes."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self._on_text = on_text
+
+    def event(self, attempt: int, seq: int, text: str) -> None:
+        """Each event is in the reassembly already."""
+
+    def changed(self, text: Reassembly) -> None:
+        """Hand the text on."""
+        if self._on_text is not None:
+            self._on_text(text.text())
 
 
 class Client:
@@ -98,10 +118,12 @@ class Client:
         schema: Mapping[str, Any] | None = None,
         model: str | None = None,
         max_output_tokens: int | None = None,
+        stream: bool = False,
         idempotency_key: str | None = None,
     ) -> StatusDocument:
         """Submit a job (the same idempotency key always gets the same job: retries are safe);
-        extract takes the JSON Schema of the object to extract as `schema`."""
+        extract takes the JSON Schema of the object to extract as `schema`; `stream`: write its
+        output as it is generated (`follow_output` reads it as it grows)."""
         options = JobOptions.model_validate(
             {
                 key: value
@@ -110,6 +132,7 @@ class Client:
                     ("schema", dict(schema or {})),
                     ("model", model),
                     ("maxOutputTokens", max_output_tokens),
+                    ("stream", stream),
                 )
                 if value
             }
@@ -142,6 +165,26 @@ class Client:
     def result(self, job_id: str) -> ResultDocument:
         """A Succeeded job's output (ApiError 409 while it is not Succeeded)."""
         return with_retries(lambda: self._api.get_result(job_id), "the result request").document
+
+    def output(self, job_id: str) -> str:
+        """A streaming job's text as far as it is written (the result's attempt once it has ended)."""
+        text = Reassembly()
+        OutputFollower(self._api).catch_up(job_id, text, _TextSink())
+        return text.text()
+
+    def follow_output(
+        self, job_id: str, on_text: Callable[[str], None] | None = None, *, timeout: float | None = None
+    ) -> str:
+        """Follow a streaming job's text until the job ends (the live connection when it can be had,
+        else polling); `on_text` gets the whole text shown each time it grows or another attempt's
+        replaces it. The text as it ended; WaitTimeout when `timeout` passes first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        text = Reassembly()
+        try:
+            OutputFollower(self._api).follow(job_id, text, _TextSink(on_text), deadline)
+        except (TimeUpError, WaitTimeoutError):
+            raise WaitTimeout(self.get(job_id)) from None
+        return text.text()
 
     def cancel(self, job_id: str) -> StatusDocument:
         """Cancel the job: Canceled at once if Pending, CancellationRequested if Running."""

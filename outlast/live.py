@@ -32,7 +32,6 @@ PING_INTERVAL_SECONDS = 300.0
 OPEN_TIMEOUT_SECONDS = 10.0
 # API Gateway ends a connection after 2 hours; reconnect with a fresh ticket a little before.
 RENEW_AFTER_SECONDS = 110 * 60.0
-PING = json.dumps({"action": "ping"})
 
 
 class LiveUpdatesError(Exception):
@@ -89,6 +88,15 @@ class LiveUpdates:
         """The next pushed status document within `timeout` seconds, else None (pongs are skipped)."""
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
+            pushed = self.next_message(deadline - time.monotonic())
+            if pushed is None or isinstance(pushed, Update):
+                return pushed
+
+    def next_message(self, timeout: float) -> Pushed | None:
+        """The next frame the API sent within `timeout` seconds that means something to a follower
+        (a job update, an output event, a follow's answer or error), else None (pongs are skipped)."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
             self._ping_if_quiet()
             left = deadline - time.monotonic()
             try:
@@ -99,17 +107,30 @@ class LiveUpdates:
                 continue
             except (WebSocketException, OSError) as error:
                 raise LiveUpdatesError(f"the WebSocket closed ({type(error).__name__})") from None
-            update = job_update(frame)
-            if update is not None:
-                return update
+            pushed = pushed_message(frame)
+            if pushed is not None:
+                return pushed
 
-    def ping(self) -> None:
-        """Send `{"action": "ping"}` (the API answers with `{"type": "pong"}`)."""
+    def follow(self, job_id: str, after: tuple[int, int] = (0, 0)) -> None:
+        """Follow a job's streamed output after (attempt, seq): the API replays what follows it, then
+        pushes new events (`{"type": "following"}` once the replay is sent)."""
+        attempt, seq = after
+        self._send({"action": "follow", "jobId": job_id, "after": {"attempt": attempt, "seq": seq}})
+
+    def unfollow(self, job_id: str) -> None:
+        """Stop following a job's output."""
+        self._send({"action": "unfollow", "jobId": job_id})
+
+    def _send(self, message: JsonObject) -> None:
         try:
-            self._connection.send(PING)
+            self._connection.send(json.dumps(message))
         except (WebSocketException, OSError) as error:
             raise LiveUpdatesError(f"the WebSocket closed ({type(error).__name__})") from None
         self._last_sent = time.monotonic()
+
+    def ping(self) -> None:
+        """Send `{"action": "ping"}` (the API answers with `{"type": "pong"}`)."""
+        self._send({"action": "ping"})
 
     def _ping_if_quiet(self) -> None:
         if time.monotonic() - self._last_sent >= PING_INTERVAL_SECONDS:
@@ -121,6 +142,60 @@ class LiveUpdates:
             self._connection.close()
         except (WebSocketException, OSError):
             return
+
+
+class OutputPush(NamedTuple):
+    """One pushed output event of a followed job."""
+
+    job_id: str
+    attempt: int
+    seq: int
+    text: str
+
+
+class FollowAnswer(NamedTuple):
+    """The answer to a follow or unfollow: `following`, `unfollowed` or `error` (with its code)."""
+
+    kind: str
+    job_id: str | None
+    code: str | None = None
+
+
+Pushed = Update | OutputPush | FollowAnswer
+
+
+def pushed_message(frame: str | bytes) -> Pushed | None:
+    """What a frame means to a follower; None for anything else (a pong, a frame we cannot read)."""
+    update = job_update(frame)
+    if update is not None:
+        return update
+    try:
+        message: Any = json.loads(frame)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict):
+        return None
+    if message.get("type") == "output":
+        return _output_push(message)
+    if message.get("type") in {"following", "unfollowed", "error"}:
+        job_id, code = message.get("jobId"), message.get("code")
+        return FollowAnswer(
+            str(message["type"]),
+            job_id if isinstance(job_id, str) else None,
+            code if isinstance(code, str) else None,
+        )
+    return None
+
+
+def _output_push(message: dict[str, Any]) -> OutputPush | None:
+    job_id, attempt, seq, text = (message.get(key) for key in ("jobId", "attempt", "seq", "text"))
+    if not (isinstance(job_id, str) and isinstance(text, str) and _count(attempt) and _count(seq)):
+        return None
+    return OutputPush(job_id, int(attempt), int(seq), text)  # type: ignore[arg-type]
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def job_update(frame: str | bytes) -> Update | None:

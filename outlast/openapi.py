@@ -93,16 +93,14 @@ def generate_models(document: Path, output: Path) -> None:
     tool = shutil.which("datamodel-codegen", path=str(Path(sys.executable).parent))
     if tool is None:
         raise RuntimeError("datamodel-codegen is not installed: `make install` (the dev extra)")
-    # Generated outside the repository and copied in: ruff formats by the configuration it finds
-    # above the output file, and the project's (line length 110) is not the one the drift test
-    # gets in its temporary directory, so `make openapi` used to write a file the test called stale.
+    # Generated outside the repository, then copied: the generator's ruff formatting follows the
+    # configuration it finds beside its output, so writing in place formatted the file at the
+    # repository's line length and the drift test (which generates into a temporary directory) failed.
     with tempfile.TemporaryDirectory() as scratch:
-        generated = Path(scratch) / output.name
+        generated = Path(scratch) / "models.py"
         command = [tool, "--input", str(document.resolve()), "--output", str(generated), *MODELS_OPTIONS]
-        subprocess.run(  # noqa: S603 - our tool and arguments
-            [*command, "--custom-file-header", MODELS_HEADER], check=True, capture_output=True, cwd=scratch
-        )
-        shutil.copyfile(generated, output)
+        subprocess.run([*command, "--custom-file-header", MODELS_HEADER], check=True, capture_output=True)  # noqa: S603
+        output.write_text(generated.read_text())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -141,6 +141,29 @@ class JobOptions(StrictRequestModel):
             ]
         },
     )
+    stream: (
+        Annotated[
+            bool,
+            Strict(),
+            Field(
+                description=(
+                    "Stream the output as it is written (summarize, analyze and extract, whose "
+                    "streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or "
+                    "follow the job over the WebSocket."
+                )
+            ),
+        ]
+        | None
+    ) = None
+
+
+# Operations whose output may be streamed (DESIGN.md, "Streaming output"): classify answers one
+# label, nothing to watch grow. extract streams its JSON document as it is generated.
+STREAMING_OPERATIONS = frozenset({Operation.SUMMARIZE, Operation.ANALYZE, Operation.EXTRACT})
+# Options added after the first release, at their default value: left out of the fingerprint, so a
+# retry that spells a default out (or leaves it out) still replays (DESIGN.md, "Streaming output").
+# The tier option joins with `"tier": "standard"`.
+_NEW_OPTION_DEFAULTS: dict[str, Any] = {"stream": False}
 
 
 class SubmitRequest(StrictRequestModel):
@@ -164,9 +187,44 @@ class SubmitRequest(StrictRequestModel):
             raise PydanticCustomError("schema_not_allowed", "options.schema is only for extract")
         return self
 
+    @model_validator(mode="after")
+    def _stream_fits_operation(self) -> Self:
+        if self.stream and self.operation not in STREAMING_OPERATIONS:
+            raise PydanticCustomError(
+                "stream_not_supported",
+                "options.stream is for {operations}",
+                {"operations": ", ".join(sorted(op.value for op in STREAMING_OPERATIONS))},
+            )
+        # The batch tier refuses streaming here too, once options.tier exists (DESIGN.md,
+        # "Streaming output": with tier "batch", 400): a batch answer arrives whole, hours later.
+        return self
+
+    @property
+    def stream(self) -> bool:
+        """True when the client asked for the output as it is written."""
+        return bool(self.options and self.options.stream)
+
     def client_fields(self) -> dict[str, Any]:
-        """Exactly the fields the client sent, in wire form: the input of the fingerprint."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The fields the client sent, in wire form: the input of the fingerprint.
+
+        Options newer than the fingerprint rule (`stream`, later `tier`) are left out at their
+        default value, and an `options` object that only held such defaults is left out with them:
+        `{"stream": false}` and no `stream` at all are the same request (DESIGN.md, "Streaming
+        output"). Every other field is exactly as sent.
+        """
+        fields = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        options = fields.get("options")
+        if isinstance(options, dict):
+            kept = {
+                name: value
+                for name, value in options.items()
+                if name not in _NEW_OPTION_DEFAULTS or value != _NEW_OPTION_DEFAULTS[name]
+            }
+            if kept or not options.keys() & _NEW_OPTION_DEFAULTS.keys():
+                fields["options"] = kept
+            else:
+                del fields["options"]
+        return fields
 
 
 class ResponseModel(BaseModel):
@@ -191,6 +249,13 @@ class UsageDocument(ResponseModel):
 
     input_tokens: int
     output_tokens: int
+    estimated: bool = Field(
+        default=False,
+        description=(
+            "True when part of it is outlast's estimate: a streamed call that ended without the "
+            "provider's usage report (cut, or canceled) counts ceil(UTF-8 bytes / 4) per side."
+        ),
+    )
 
 
 class ProgressDocument(ResponseModel):
@@ -221,6 +286,11 @@ class StatusDocument(ResponseModel):
     # The tokens this run of the job holds of its tenant's monthly budget until it is settled (the
     # job ended and its usage was counted); null once settled, and for tenants without a budget.
     reserved_tokens: int | None
+    # Defaults for clients of an older document: a field added later never breaks their parsing.
+    stream: bool = Field(
+        default=False,
+        description="The output is streamed as it is written: GET /v1/jobs/{id}/output, or follow the job.",
+    )
 
 
 class ResultDocument(ResponseModel):
@@ -236,6 +306,31 @@ class ResultDocument(ResponseModel):
     )
     output_format: OutputFormat = Field(description="`json` for extract, `text` for the other operations.")
     usage: UsageDocument | None
+
+
+class OutputEventDocument(ResponseModel):
+    """A piece of a streaming job's output, in the order it was written (DESIGN.md, "Streaming output")."""
+
+    job_id: str
+    attempt: int = Field(description="The output attempt: each claim that streams takes the next one.")
+    seq: int = Field(description="From 1 within an attempt, without gaps.")
+    text: str
+
+
+class OutputPage(ResponseModel):
+    """GET /v1/jobs/{id}/output: the events after a cursor, in (attempt, seq) order."""
+
+    events: list[OutputEventDocument]
+    next_cursor: str | None = Field(
+        description="`after` for the next read (ATTEMPT.SEQ); null once `complete`."
+    )
+    complete: bool = Field(description="The job has ended and every event after the cursor is in this page.")
+    result_attempt: int | None = Field(
+        description=(
+            "The attempt whose text the result holds (a Succeeded job); readers show it once the job "
+            "has ended, and the highest attempt they have seen before."
+        )
+    )
 
 
 class JobPage(ResponseModel):

@@ -132,13 +132,16 @@ class ProviderError(OutlastError):
 
 
 class TransientProviderError(ProviderError):
-    """Worth retrying later (timeout, connection, 429, 5xx); `retry_after` is the provider's hint."""
+    """Worth retrying later (timeout, connection, 429, 5xx, a stream cut mid-way); `retry_after` is
+    the provider's hint. `usage` is set when the call had generated (and billed) tokens before it
+    failed: a streamed call cut mid-way, counted by estimate."""
 
     code = "provider_transient"
 
-    def __init__(self, detail: str, retry_after: float | None = None) -> None:
+    def __init__(self, detail: str, retry_after: float | None = None, usage: object | None = None) -> None:
         super().__init__(detail)
         self.retry_after = retry_after
+        self.usage = usage
 
 
 class TerminalProviderError(ProviderError):

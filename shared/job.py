@@ -24,12 +24,33 @@ class JobError(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token counts a provider reported."""
+    """Token counts a provider reported (or, `estimated`, outlast's estimate of what it billed)."""
 
     model_config = ConfigDict(frozen=True)
 
     input_tokens: int
     output_tokens: int
+    # A streamed call that ended without the provider's usage chunk (cut, canceled) is counted by
+    # estimate (DESIGN.md, "Streaming output"); a sum that holds one is an estimate too.
+    estimated: bool = False
+
+    def document(self) -> UsageDocument:
+        """The caller's view of these counts."""
+        return UsageDocument(
+            input_tokens=self.input_tokens, output_tokens=self.output_tokens, estimated=self.estimated
+        )
+
+
+def add_usage(*usages: Usage | None) -> Usage | None:
+    """The tokens of every call that reported them (None when none did); estimated if any part is."""
+    known = [usage for usage in usages if usage is not None]
+    if not known:
+        return None
+    return Usage(
+        input_tokens=sum(usage.input_tokens for usage in known),
+        output_tokens=sum(usage.output_tokens for usage in known),
+        estimated=any(usage.estimated for usage in known),
+    )
 
 
 class BudgetHold(BaseModel):
@@ -87,6 +108,8 @@ class JobSummary(BaseModel):
     revision: int = 1
     # The current run's share of its tenant's token budget; None when the tenant has no limit.
     budget: BudgetHold | None = None
+    # The client asked for the output as it is written (options.stream, DESIGN.md "Streaming output").
+    stream: bool = False
 
     def reserved_tokens(self, settled: bool | None = None) -> int | None:
         """The tokens the run still holds: all of its reservation until it is settled.
@@ -127,12 +150,9 @@ class JobSummary(BaseModel):
             cancel_requested_at=self.cancel_requested_at,
             result_url=f"/v1/jobs/{self.job_id}/result" if self.status is JobStatus.SUCCEEDED else None,
             error=ErrorDocument(code=self.error.code, message=self.error.message) if self.error else None,
-            usage=(
-                UsageDocument(input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens)
-                if self.usage
-                else None
-            ),
+            usage=self.usage.document() if self.usage else None,
             reserved_tokens=self.reserved_tokens(settled),
+            stream=self.stream,
         )
 
 
@@ -171,6 +191,12 @@ class JobRecord(JobSummary):
     # The usage already counts the stored result's tokens (a Failed write after the Succeeded one
     # failed): a later claim that adopts that result must not add them again.
     result_usage_counted: bool = False
+    # A streaming job's output attempts so far: each claim that streams takes the next one, and
+    # nothing resets it (redrives and lost leases included), so attempts never collide.
+    output_attempt: int = 0
+    # The output attempt whose text the result holds (set by the Succeeded write; results are
+    # write-once and adopted, so it may be older than `output_attempt`).
+    result_attempt: int | None = None
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""
@@ -233,10 +259,13 @@ class JobResult(BaseModel):
     job_id: str
     output: str
     usage: Usage | None = None
+    # A streamed result: the output attempt whose events hold its text, gapless (DESIGN.md).
+    output_attempt: int | None = None
 
     def body(self) -> str:
-        """The JSON a job item carries inline: no job id (the item's key says it)."""
-        return self.model_dump_json(exclude={"job_id"}, exclude_none=True)
+        """The JSON a job item carries inline: no job id (the item's key says it), no default values
+        (every byte of the job item is paid for at each of its writes)."""
+        return self.model_dump_json(exclude={"job_id"}, exclude_none=True, exclude_defaults=True)
 
 
 class StepOutput(BaseModel):
@@ -251,6 +280,8 @@ class StepOutput(BaseModel):
     step_id: str
     output: str
     usage: Usage | None = None
+    # The final step of a streaming job: the output attempt that streamed it (its result's).
+    output_attempt: int | None = None
 
 
 class IdempotencyRecord(BaseModel):

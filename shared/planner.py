@@ -51,7 +51,7 @@ from typing import Any
 from shared.contract import MAX_OUTPUT_TOKENS, Operation
 from shared.extraction.nullable import nullable_variant
 from shared.extraction.schema_subset import schema_bytes
-from shared.job import JobInput, JobRecord
+from shared.job import JobInput, JobRecord, Usage
 from shared.plan_parameters import PlanParameters
 from shared.prompts import PromptTemplate, template_for_version, template_named
 
@@ -200,6 +200,16 @@ class Vote:
 def estimate_tokens(text: str) -> int:
     """ceil(UTF-8 bytes / 4): the estimate every budget in the plan is counted in."""
     return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+
+
+def estimate_call_usage(messages: Sequence[Mapping[str, str]], output: str) -> Usage:
+    """A call's usage by the estimate, flagged as such: what a streamed call that ended without the
+    provider's usage report (cut, canceled) is counted at (DESIGN.md, "Streaming output")."""
+    return Usage(
+        input_tokens=estimate_tokens("".join(m.get("content", "") for m in messages)),
+        output_tokens=estimate_tokens(output),
+        estimated=True,
+    )
 
 
 def chunk_text(text: str, budget_tokens: int) -> list[str]:

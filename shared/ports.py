@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -93,6 +94,7 @@ class Transition:
     result_usage_counted: bool = False
     result_location: BlobLocation | None = None
     result_body: str | None = None  # a small result written into the job item (location "job")
+    result_attempt: int | None = None  # a streamed result: the output attempt its text came from
     input_location: BlobLocation | None = None  # where the input is from now on (moved out of the item)
     # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
     # new run holds nothing, its tenant has no limit or its input is gone).
@@ -187,6 +189,15 @@ class JobRepository(Protocol):
         """Extend a held lease (not an index key, so no index write); TransitionConflictError when lost.
 
         The job comes back as written, so the holder sees a CancellationRequested at once.
+        """
+        ...
+
+    def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
+        """A heartbeat that also takes the job's next output attempt (`outputAttempt` + 1, never
+        reset), before a streaming call writes its first event; TransitionConflictError when the
+        lease is lost. Written as a heartbeat: nothing a client sees changes.
+
+        The job comes back as written (its new `output_attempt`, and a CancellationRequested).
         """
         ...
 
@@ -323,12 +334,46 @@ class CompletionRequest:
 
 @dataclass(frozen=True)
 class Completion:
-    """What the model answered and what it cost; `truncated`: the answer stopped at its token cap
-    (finish_reason `length`), which a structured answer cannot survive."""
+    """What the model answered and what it cost (and, streamed, the output attempt that wrote it);
+    `truncated`: the answer stopped at its token cap (finish_reason `length`), which a structured
+    answer cannot survive."""
 
     text: str
     usage: Usage | None
+    output_attempt: int | None = None
     truncated: bool = False
+
+
+class StreamControl:
+    """Lets the worker stop a streaming call from another thread (a cancel, a lost lease, the
+    deadline): the provider closes its stream at the next piece it receives, so the provider stops
+    generating (DESIGN.md, "Cancel stops spending"). The stream is closed by the thread that reads
+    it: closing an HTTP connection under a reader blocked in another thread is not safe."""
+
+    def __init__(self) -> None:
+        self._stopped = threading.Event()
+
+    @property
+    def stopped(self) -> bool:
+        """True once `stop` was called."""
+        return self._stopped.is_set()
+
+    def stop(self) -> None:
+        """Ask the call to stop."""
+        self._stopped.set()
+
+
+class StreamStopped(Exception):  # noqa: N818 - the answer to a stop the worker asked for
+    """A streaming call ended because the worker stopped it; `usage` is what it had cost, by
+    estimate when the provider did not report it."""
+
+    def __init__(self, usage: Usage | None) -> None:
+        super().__init__("The streaming call was stopped.")
+        self.usage = usage
+
+
+# Called with each piece of streamed text, on the call's thread, in order.
+TextSink = Callable[[str], None]
 
 
 class ModelProvider(Protocol):
@@ -340,6 +385,15 @@ class ModelProvider(Protocol):
 
     def complete(self, request: CompletionRequest) -> Completion:
         """Make exactly one model call (no retries inside: retry policy lives in the worker)."""
+        ...
+
+    def stream(self, request: CompletionRequest, on_text: TextSink, control: StreamControl) -> Completion:
+        """Make exactly one streaming call, handing each piece of text to `on_text` as it arrives.
+
+        Returns the whole text and its usage (an estimate, flagged, when the stream ended without
+        a usage report). A stream cut mid-way is a TransientProviderError carrying the estimated
+        usage of what was generated; a stop through `control` ends it with StreamStopped.
+        """
         ...
 
 

@@ -55,7 +55,7 @@ _DETAILS: dict[str, str] = {
     "invalid_status": (
         "status must be one of Pending, Running, Succeeded, Failed, CancellationRequested, Canceled."
     ),
-    "invalid_limit": "limit must be an integer from 1 to 100.",
+    "invalid_limit": "limit must be an integer from 1 to 100 (to 1000 for a job's output).",
     "invalid_cursor": "The cursor is not valid for this request.",
     "invalid_query": "The query string is not valid; see invalidParams.",
     "input_too_large": "input.text is over 1,048,576 UTF-8 bytes.",
@@ -103,6 +103,7 @@ _PARAMETER_CODES: dict[tuple[str, str], str] = {
     ("query", "status"): "invalid_status",
     ("query", "limit"): "invalid_limit",
     ("query", "cursor"): "invalid_cursor",
+    ("query", "after"): "invalid_cursor",  # GET /v1/jobs/{id}/output?after=ATTEMPT.SEQ
 }
 _SIZE_ERROR_TYPES = frozenset({"input_too_large"})
 

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.contract import ResponseModel, StatusDocument, Timestamp
@@ -145,6 +145,35 @@ def authorizer_context(owner: Caller) -> dict[str, str]:
     return {"tenant": owner.tenant, "sub": owner.sub}
 
 
+@dataclass(frozen=True)
+class RouteEvent:
+    """What the route functions read of an API Gateway WebSocket event (never the query string)."""
+
+    route_key: str
+    connection_id: str
+    connected_at: datetime
+    owner: Caller | None
+    body: str | None = None  # a message's text (routes other than $connect and $disconnect)
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "RouteEvent":
+        """Parse the request context; the owner comes from the ticket authorizer's context."""
+        context = event.get("requestContext") or {}
+        connected_ms = context.get("connectedAt")
+        connected_at = (
+            datetime.fromtimestamp(int(connected_ms) / 1000, tz=UTC)
+            if isinstance(connected_ms, int | float | str) and str(connected_ms).isdigit()
+            else datetime.now(UTC)
+        )
+        return cls(
+            route_key=str(context.get("routeKey", "")),
+            connection_id=str(context.get("connectionId", "")),
+            connected_at=connected_at,
+            owner=owner_from_context(context.get("authorizer")),
+            body=event.get("body") if isinstance(event.get("body"), str) else None,
+        )
+
+
 # --- updates ---------------------------------------------------------------------------------
 
 
@@ -210,4 +239,8 @@ def answer_message(body: str | None) -> dict[str, Any]:
         return {"type": "error", "code": "invalid_message", "message": 'Send JSON: {"action": "ping"}.'}
     if isinstance(message, dict) and message.get("action") == "ping":
         return PONG
-    return {"type": "error", "code": "unknown_action", "message": "The only action is ping."}
+    return {
+        "type": "error",
+        "code": "unknown_action",
+        "message": "The actions are ping, follow and unfollow.",
+    }

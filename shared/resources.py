@@ -125,3 +125,11 @@ DOCUMENTS_SORT_KEY = "sk"  # the document id
 DOCUMENTS_LIST_INDEX = "byCreated"
 DOCUMENTS_LIST_INDEX_SORT = "listKey"
 DOCUMENTS_PREFIX = "documents/"
+
+# Streaming output (DESIGN.md, "Streaming output"): each flush of a streaming call is one item of
+# the output events table (`JOB#<id>` / `<attempt>#<seq>`, both zero-padded so they sort as
+# numbers), whose stream feeds the output pusher; not the jobs table, whose stream already has
+# its two readers (the relay and the notifier). Events live one input retention after their write.
+ENV_OUTPUT_EVENTS_TABLE = "OUTPUT_EVENTS_TABLE_NAME"
+OUTPUT_EVENTS_PARTITION_KEY = "pk"
+OUTPUT_EVENTS_SORT_KEY = "sk"

@@ -190,6 +190,20 @@ class InMemoryJobRepository:
         self.writes.append("heartbeat")
         return written
 
+    def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
+        """A heartbeat's condition; outputAttempt + 1 (written as a heartbeat)."""
+        current = self.jobs.get(job_id)
+        if current is None or current.status not in _LEASE_STATUSES or current.lease_token != lease.token:
+            raise TransitionConflictError(current)
+        written = self._written(
+            current.model_copy(
+                update={"lease_expires_at": lease.expires_at, "output_attempt": current.output_attempt + 1}
+            ),
+            "heartbeat",
+        )
+        self.writes.append("take_output_attempt")
+        return written
+
     def record_progress(
         self,
         job_id: str,
@@ -208,7 +222,7 @@ class InMemoryJobRepository:
             "stalls": 0,
         }
         if usage is not None:
-            changes["usage"] = usage
+            changes["usage"] = _sticky_estimate(current.usage, usage)
         if extra_usage is not None:
             changes["extra_usage"] = extra_usage
         written = self._written(current.model_copy(update=changes), "progress")
@@ -313,6 +327,8 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["result_location"] = t.result_location
     if t.result_body is not None:
         changes["result_body"] = t.result_body
+    if t.result_attempt is not None:
+        changes["result_attempt"] = t.result_attempt
     if t.input_location is not None:
         changes["input_location"] = t.input_location
     if t.target in TERMINAL:
@@ -323,7 +339,7 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
 def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if t.usage_total is not None:
-        changes["usage"] = t.usage_total
+        changes["usage"] = _sticky_estimate(job.usage, t.usage_total)
         if t.extra_usage is not None:
             changes["extra_usage"] = t.extra_usage
     elif t.usage is not None:
@@ -332,10 +348,18 @@ def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
         changes["usage"] = Usage(
             input_tokens=before.input_tokens + t.usage.input_tokens,
             output_tokens=before.output_tokens + t.usage.output_tokens,
+            estimated=before.estimated or t.usage.estimated,
         )
     if t.result_usage_counted:
         changes["result_usage_counted"] = True
     return changes
+
+
+def _sticky_estimate(before: Usage | None, usage: Usage) -> Usage:
+    """The adapter sets `usageEstimated` and never removes it: a usage that held an estimate still does."""
+    if before is not None and before.estimated and not usage.estimated:
+        return usage.model_copy(update={"estimated": True})
+    return usage
 
 
 class InMemoryPayloadStore:

@@ -13,16 +13,21 @@ from collections import defaultdict
 from datetime import datetime
 
 from shared.job import Caller
+from shared.output_ports import ConnectionClosedError, Follow, TooManyFollowsError
 from shared.realtime import Connection, TicketRecord
 from shared.realtime_ports import PostOutcome
 
 
 class InMemoryConnectionStore:
-    """ConnectionStore in dictionaries, condition for condition like DynamoConnectionStore."""
+    """ConnectionStore and FollowStore in dictionaries, condition for condition like
+    DynamoConnectionStore and DynamoFollowStore (one table: forgetting a connection forgets its follows)."""
 
     def __init__(self) -> None:
         self.tickets: dict[str, TicketRecord] = {}
         self.connections: dict[str, dict[str, Connection]] = defaultdict(dict)
+        # Each connection's list of followed jobs, and the follows by job (the pusher's read).
+        self.followed: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.follows: dict[str, dict[str, Follow]] = defaultdict(dict)
         self.writes: list[str] = []
 
     def put_ticket(self, ticket: TicketRecord) -> None:
@@ -51,9 +56,38 @@ class InMemoryConnectionStore:
         return list(self.connections.get(owner.owner_key, {}).values())
 
     def remove_connection(self, owner: Caller, connection_id: str) -> None:
-        """Delete, whether or not it is there."""
+        """Delete, whether or not it is there, and the follows its list names."""
         self.connections.get(owner.owner_key, {}).pop(connection_id, None)
+        for job_id in self.followed.pop((owner.owner_key, connection_id), set()):
+            self.follows[job_id].pop(connection_id, None)
         self.writes.append("remove_connection")
+
+    def add_follow(self, follow: Follow, limit: int) -> None:
+        """The connection must be recorded and follow fewer than `limit` jobs (or this one)."""
+        key = (follow.owner.owner_key, follow.connection_id)
+        if follow.connection_id not in self.connections.get(follow.owner.owner_key, {}):
+            raise ConnectionClosedError
+        listed = self.followed[key]
+        if len(listed) >= limit and follow.job_id not in listed:
+            raise TooManyFollowsError
+        listed.add(follow.job_id)
+        self.follows[follow.job_id][follow.connection_id] = follow
+        self.writes.append("add_follow")
+
+    def remove_follow(self, owner: Caller, connection_id: str, job_id: str) -> None:
+        """The follow, then the list entry; missing ones are fine."""
+        self.follows[job_id].pop(connection_id, None)
+        self.followed.get((owner.owner_key, connection_id), set()).discard(job_id)
+        self.writes.append("remove_follow")
+
+    def followers(self, job_id: str) -> list[Follow]:
+        """The job's follows."""
+        return list(self.follows.get(job_id, {}).values())
+
+    def forget_follower(self, job_id: str, connection_id: str) -> None:
+        """The follow item only (the connection's list goes with the connection)."""
+        self.follows[job_id].pop(connection_id, None)
+        self.writes.append("forget_follower")
 
 
 class FakeGateway:

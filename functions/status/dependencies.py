@@ -11,12 +11,14 @@ import boto3
 from functions.status.settings import StatusSettings
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.dynamodb_output import DynamoOutputEventStore
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.cursor import CursorCodec
 from shared.lazy import once
+from shared.output_ports import OutputEventStore
 from shared.ports import JobRepository, PayloadStore, SecretSource
 
 
@@ -30,6 +32,7 @@ class StatusDependencies:
     clock: Clock
     cursor_codec: Callable[[], CursorCodec]
     budgets: BudgetLedger
+    events: OutputEventStore  # streaming jobs' output (GET /v1/jobs/{id}/output)
 
 
 def _secrets_source(settings: StatusSettings) -> SecretSource:
@@ -63,4 +66,5 @@ def build_dependencies(settings: StatusSettings) -> StatusDependencies:
         clock=SystemClock(),
         cursor_codec=cursor_codec,
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
+        events=DynamoOutputEventStore(dynamodb, settings.output_events_table),
     )

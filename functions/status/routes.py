@@ -9,15 +9,16 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from functions.status.dependencies import StatusDependencies
-from functions.status.service import cancel_job, get_job, get_result, list_jobs
+from functions.status.service import cancel_job, get_job, get_output, get_result, list_jobs
 from shared import budgets
-from shared.contract import JobPage, ResultDocument, StatusDocument
+from shared.contract import JobPage, OutputPage, ResultDocument, StatusDocument
 from shared.cursor import MAX_CURSOR_CHARS
 from shared.http import create_resolver, current_caller, json_response
 from shared.ids import JOB_ID_PATTERN
 from shared.lifecycle import JobStatus
 from shared.openapi_responses import RETRY_AFTER, problem_responses
 from shared.openapi_responses import json_response as json_entry
+from shared.output import CURSOR_PATTERN, DEFAULT_PAGE_EVENTS, MAX_PAGE_EVENTS, START, OutputCursor
 
 app = create_resolver()
 
@@ -69,6 +70,41 @@ def status(job_id: JobIdPath) -> Response[Any]:
 def result(job_id: JobIdPath) -> Response[Any]:
     """The output of the caller's Succeeded job."""
     return json_response(200, get_result(_deps(), current_caller(app), job_id.lower()))
+
+
+@app.get(
+    "/v1/jobs/<job_id>/output",
+    summary="Read a job's streamed output",
+    description=(
+        "The output events of a job submitted with options.stream, after a cursor, in (attempt, seq) "
+        "order: each attempt's events join to the text it streamed, and a newer attempt's text replaces "
+        "an older one's. Once the job has ended, show resultAttempt's text. A job that does not stream "
+        "has no events."
+    ),
+    operation_id="getJobOutput",
+    tags=["jobs"],
+    responses={
+        200: json_entry(
+            "Events after the cursor; complete once the job has ended and none are left.", OutputPage
+        ),
+        **problem_responses(
+            "invalid_job_id", "job_not_found", "invalid_cursor", "invalid_limit", "invalid_query"
+        ),
+    },
+)
+def output(
+    job_id: JobIdPath,
+    after: Annotated[
+        str | None,
+        Query(pattern=CURSOR_PATTERN, description="ATTEMPT.SEQ: events after this one (from nextCursor)."),
+    ] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_PAGE_EVENTS, description="Events per page.")
+    ] = DEFAULT_PAGE_EVENTS,
+) -> Response[Any]:
+    """The caller's job's output events."""
+    cursor = OutputCursor.parse(after) if after is not None else START
+    return json_response(200, get_output(_deps(), current_caller(app), job_id.lower(), cursor, limit))
 
 
 @app.post(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functions.status.dependencies import StatusDependencies
 from shared import budgets
 from shared.clock import truncate_to_millis
-from shared.contract import JobPage, Operation, ResultDocument, UsageDocument
+from shared.contract import JobPage, Operation, OutputPage, ResultDocument
 from shared.errors import (
     JobNotCancelableError,
     JobNotFoundError,
@@ -18,6 +18,7 @@ from shared.errors import (
 from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
 from shared.observability import bind_job, logger
+from shared.output import OutputCursor, output_page
 from shared.payload_reads import result_of
 from shared.ports import Transition, TransitionConflictError
 from shared.retention import end_input
@@ -56,7 +57,6 @@ def get_result(deps: StatusDependencies, caller: Caller, job_id: str) -> ResultD
     if result is None:
         logger.error("result missing for a succeeded job")
         raise StorageUnavailableError("The result is not readable right now; retry shortly.")
-    usage = job.usage
     # extract's output is stored as the JSON text its worker validated; the caller gets the value.
     structured = job.operation is Operation.EXTRACT
     return ResultDocument(
@@ -64,10 +64,20 @@ def get_result(deps: StatusDependencies, caller: Caller, job_id: str) -> ResultD
         operation=job.operation,
         output=json.loads(result.output) if structured else result.output,
         output_format="json" if structured else "text",
-        usage=UsageDocument(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-        if usage
-        else None,
+        usage=job.usage.document() if job.usage else None,
     )
+
+
+def get_output(
+    deps: StatusDependencies, caller: Caller, job_id: str, after: OutputCursor, limit: int
+) -> OutputPage:
+    """The caller's job's output events after `after` (a job that does not stream has none).
+
+    The job is read first, then the events (both strongly consistent): a job that had ended when
+    it was read has all its events written, so the page can say whether it is complete."""
+    job = get_job(deps, caller, job_id)
+    events = deps.events.events_after(job.job_id, after, limit + 1, deps.clock.now()) if job.stream else []
+    return output_page(job, events, limit, after)
 
 
 def cancel_job(deps: StatusDependencies, caller: Caller, job_id: str) -> CancelOutcome:

@@ -272,4 +272,5 @@ def _job_from_claim(
         plan=claim.plan,
         total_steps=total_steps,
         budget=hold,
+        stream=request.stream,
     )

@@ -14,6 +14,7 @@ import boto3
 
 from functions.worker.settings import WorkerSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.dynamodb_output import DynamoOutputEventStore
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
@@ -22,6 +23,7 @@ from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.clock import Clock, SystemClock
 from shared.extraction.answers import SchemaValidator
 from shared.lazy import CLIENT_LOCK, once
+from shared.output_ports import OutputEventStore
 from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore, StepStore
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class WorkerDependencies:
     repository: JobRepository
     payloads: PayloadStore
     steps: StepStore  # a multi-step job's checkpoints
+    events: OutputEventStore  # a streaming call's output events
     queues: Mapping[Lane, JobQueue]  # each with its own DLQ, for poison from that queue
     clock: Clock
     provider: Callable[[], ModelProvider]
@@ -79,6 +82,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
             dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),
         steps=DynamoStepStore(dynamodb, settings.jobs_table),
+        events=DynamoOutputEventStore(dynamodb, settings.output_events_table),
         queues=QueuesOnFirstUse(settings, once(lambda: boto3.client("sqs"))),
         clock=SystemClock(),
         # Once, whichever job asks first: a batch's first jobs ask at the same time, on pool threads.

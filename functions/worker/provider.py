@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from shared.errors import TerminalProviderError, TransientProviderError
 from shared.job import Usage
-from shared.ports import Completion, CompletionRequest
+from shared.planner import estimate_call_usage
+from shared.ports import Completion, CompletionRequest, StreamControl, StreamStopped, TextSink
 
 if TYPE_CHECKING:
     import openai
@@ -52,22 +53,8 @@ class OpenAIChatProvider:
         import openai  # noqa: PLC0415 - loaded with the first client; here a dictionary lookup
 
         client = self._client_for_current_key()
-        arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
-        if request.max_output_tokens is not None:
-            arguments["max_tokens"] = request.max_output_tokens
-        if request.response_schema is not None:
-            # Strict structured outputs (DESIGN.md, "Structured extraction"): the provider holds the
-            # answer to the schema; the worker checks it all the same before it is kept.
-            arguments["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": request.response_schema.name,
-                    "schema": request.response_schema.schema,
-                    "strict": True,
-                },
-            }
         try:
-            response = client.chat.completions.create(**arguments)
+            response = client.chat.completions.create(**_arguments(request))
         except openai.APIError as error:
             raise classify_error(error) from None
         choice = response.choices[0] if response.choices else None
@@ -85,6 +72,105 @@ class OpenAIChatProvider:
         text = (choice.message.content or "") if choice is not None else ""
         truncated = choice is not None and choice.finish_reason == "length"
         return Completion(text=text.strip(), usage=usage, truncated=truncated)
+
+    def stream(self, request: CompletionRequest, on_text: TextSink, control: StreamControl) -> Completion:
+        """One streaming call (`stream_options.include_usage`): each piece of text goes to `on_text`
+        as it arrives. The stream is closed here, by its reader, when `control` is stopped (at the
+        next piece), when it ends and when it fails. Without a usage chunk the usage is an estimate
+        of the messages and the text received (ceil(UTF-8 bytes / 4) each), flagged as such."""
+        import openai  # noqa: PLC0415 - loaded with the first client
+
+        client = self._client_for_current_key()
+        if control.stopped:
+            raise StreamStopped(None)  # stopped before it started: nothing was spent
+        try:
+            stream = client.chat.completions.create(
+                **_arguments(request), stream=True, stream_options={"include_usage": True}
+            )
+        except openai.APIError as error:
+            raise classify_error(error) from None
+        received = _Received()
+        try:
+            with stream:  # closes the response (the provider stops generating) however this ends
+                for chunk in stream:
+                    received.take(chunk, on_text)
+                    if control.stopped:
+                        break
+        except openai.APIError as error:
+            if control.stopped:
+                raise StreamStopped(received.usage_or_estimate(request)) from None
+            failure = classify_error(error)
+            failure.usage = received.usage_or_estimate(request)  # generated before it failed: billed
+            raise failure from None
+        except Exception as error:
+            # The connection broke mid-stream (the SDK hands the transport's errors through as they are).
+            if control.stopped:
+                raise StreamStopped(received.usage_or_estimate(request)) from None
+            raise TransientProviderError(
+                "The provider's stream was cut.", usage=received.usage_or_estimate(request)
+            ) from error
+        return received.outcome(request, stopped=control.stopped)
+
+
+def _arguments(request: CompletionRequest) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
+    if request.max_output_tokens is not None:
+        arguments["max_tokens"] = request.max_output_tokens
+    if request.response_schema is not None:
+        # Strict structured outputs (DESIGN.md, "Structured extraction"): the provider holds the
+        # answer to the schema; the worker checks it all the same before it is kept.
+        arguments["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": request.response_schema.name,
+                "schema": request.response_schema.schema,
+                "strict": True,
+            },
+        }
+    return arguments
+
+
+class _Received:
+    """What one stream delivered so far: its text, the finish reason and the usage chunk."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.refused = False  # a structured call the model declined (its refusal is not streamed on)
+
+    def take(self, chunk: Any, on_text: TextSink) -> None:
+        if chunk.usage is not None:
+            self.usage = Usage(
+                input_tokens=chunk.usage.prompt_tokens, output_tokens=chunk.usage.completion_tokens
+            )
+        for choice in chunk.choices or ():
+            content = choice.delta.content if choice.delta is not None else None
+            if content:
+                self.pieces.append(content)
+                on_text(content)
+            if choice.delta is not None and choice.delta.refusal:
+                self.refused = True
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+
+    def usage_or_estimate(self, request: CompletionRequest) -> Usage:
+        return self.usage or estimate_call_usage(request.messages, "".join(self.pieces))
+
+    def outcome(self, request: CompletionRequest, *, stopped: bool) -> Completion:
+        """The completion of a stream that ended (or was stopped) without raising."""
+        usage = self.usage_or_estimate(request)
+        if stopped:
+            raise StreamStopped(usage)
+        if self.finish_reason is None:
+            # The connection closed cleanly but the model never said it finished: cut, all the same.
+            raise TransientProviderError("The provider's stream ended before it finished.", usage=usage)
+        if self.finish_reason == "content_filter":
+            raise TerminalProviderError("content_policy", "The provider filtered the output.", usage=usage)
+        if self.refused:
+            raise TerminalProviderError("content_policy", "The model refused the request.", usage=usage)
+        truncated = self.finish_reason == "length"
+        return Completion(text="".join(self.pieces).strip(), usage=usage, truncated=truncated)
 
 
 def _retry_after(error: openai.APIStatusError) -> float | None:

@@ -15,19 +15,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
 from functions.worker.backoff import backoff_seconds
 from functions.worker.dependencies import WorkerDependencies
-from functions.worker.signals import CancelObserved, LeaseLost, ReleaseNeeded, RetryLater
+from functions.worker.signals import CancelObserved, LeaseLost, OutputWriteFailed, ReleaseNeeded, RetryLater
 from functions.worker.steps import StepLoop, StepsStopped
-from functions.worker.structured import checked_answer, invalid_output, response_schema
+from functions.worker.streaming import StreamingCall
+from functions.worker.structured import checked, checked_answer, invalid_output, response_schema
 from shared.clock import truncate_to_millis
 from shared.errors import InvalidAnswerError, TerminalProviderError, TransientProviderError
-from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage
+from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage, add_usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
@@ -40,6 +41,7 @@ from shared.ports import (
     JobMessage,
     Lane,
     Lease,
+    ModelProvider,
     Transition,
     TransitionConflictError,
 )
@@ -58,9 +60,7 @@ class _Run:
     job: JobRecord
     lease: Lease
     message: JobMessage  # what dispatched it: a hand-back sends a fresh copy of it
-    # Added to the job's (a one-step job's calls): the result's, or a refused answer's (a terminal
-    # failure's, an extract answer that broke its schema), which whatever write ends the claim adds.
-    usage: Usage | None = None
+    usage: Usage | None = None  # added to the job's (a one-step job's call)
     # `usage` includes the tokens of the job's stored result (JobRecord.result_usage_counted).
     usage_has_result: bool = False
     usage_total: Usage | None = None  # replaces it (a multi-step job: every checkpoint's tokens)
@@ -69,6 +69,7 @@ class _Run:
     # the store is followed by one more try, so the next claim adopts it instead of paying again.
     unsaved: tuple[JobResult, BlobLocation] | None = None
     last_heartbeat: float = field(default_factory=time.monotonic)  # the claim counts as one
+    streaming: StreamingCall | None = None  # the final call of a streaming job, while it runs
 
 
 class JobWorker:
@@ -171,10 +172,14 @@ class JobWorker:
             raise
         except LeaseLost:
             logger.warning("lease lost during the model call; writing nothing more")
+            await self._stop_stream(run, lost=True)
         except Exception:  # noqa: BLE001 - whatever it is, the job must not stay Running
             # Not a provider's answer: storage, a secret, the provider client, a prompt, a bug.
             logger.exception("the worker failed while running the job; handing it back")
             metrics.add_metric(name="WorkerErrors", unit="Count", value=1)
+            stopped = await self._stop_stream(run)
+            if run.job.total_steps == 1 and stopped is not None:
+                run.usage = stopped  # what the stopped call cost goes with the hand-back
             await self._checkpoint_answer(run)
             await self._retry_or_exhaust(run, provider_hint=None)
 
@@ -211,17 +216,26 @@ class JobWorker:
             max_output_tokens=plan.steps[0].max_tokens,
             response_schema=response_schema(plan, plan.steps[0]),
         )
+        # `run.usage` may hold a refused structured answer's tokens already (`_answer`): whatever
+        # ends the claim adds its own to them.
         try:
             completion = await self._answer(run, request)
         except TransientProviderError as error:
+            # A stream cut mid-way generated (and was billed for) part of an answer: counted by estimate.
+            run.usage = add_usage(run.usage, error.usage if isinstance(error.usage, Usage) else None)
             await self._retry_or_exhaust(run, error.retry_after)
         except TerminalProviderError as error:
-            run.usage = _sum(run.usage, error.usage if isinstance(error.usage, Usage) else None)
+            run.usage = add_usage(run.usage, error.usage if isinstance(error.usage, Usage) else None)
             await self._fail(run, error.job_code)
         except CancelObserved:
+            run.usage = add_usage(run.usage, await self._stop_stream(run))
             await self._cancel(run)
         except ReleaseNeeded:
+            run.usage = add_usage(run.usage, await self._stop_stream(run))
             await self._release(run)
+        except OutputWriteFailed as failed:
+            run.usage = add_usage(run.usage, failed.usage if isinstance(failed.usage, Usage) else None)
+            raise
         else:
             await self._succeed(run, completion, job_input.labels)
 
@@ -267,7 +281,9 @@ class JobWorker:
             run.usage, run.usage_has_result = adopted.usage, True
         # else: a Failed write counted them already (its Succeeded write had failed); a redrive
         # adopts the result without counting its tokens twice.
-        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location)
+        await self._terminal(
+            run, JobStatus.SUCCEEDED, result_location=location, result_attempt=adopted.output_attempt
+        )
         return True
 
     async def _run_steps(self, run: _Run, plan: StepPlan) -> None:
@@ -283,6 +299,19 @@ class JobWorker:
             )
         provider = await self._io(self._deps.provider)
         loop = asyncio.get_running_loop()
+        streamed = plan.final_step if job.stream else None
+
+        def start_call(step: Step, request: CompletionRequest) -> asyncio.Future[Completion]:
+            # A streaming job streams its final call only; the steps before it are checkpointed as ever.
+            # Every answer is checked against its step's schema (extract) before it may be kept.
+            if step == streamed:
+                return asyncio.ensure_future(
+                    self._checked(request, self._start_stream(run, provider, request))
+                )
+            return loop.run_in_executor(
+                self._deps.model_executor, checked_answer, provider, self._deps.validator, request
+            )
+
         steps = StepLoop(
             plan,
             job.model,
@@ -293,9 +322,7 @@ class JobWorker:
             deadline=self._deadline,
             call_timeout=self._settings.provider_timeout_seconds,
             monotonic=time.monotonic,
-            start_call=lambda request: loop.run_in_executor(
-                self._deps.model_executor, checked_answer, provider, self._deps.validator, request
-            ),
+            start_call=start_call,
             checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),
             progress=lambda completed, usage, extra: self._record_progress(run, completed, usage, extra),
             heartbeat=lambda: self._heartbeat(run),
@@ -303,14 +330,18 @@ class JobWorker:
         logger.debug("steps", extra={"total": plan.total_steps, "checkpointed": steps.completed})
         try:
             stopped = await steps.run()
-        except CancelObserved:
-            run.usage_total, run.extra_usage = steps.usage, steps.extra_usage
-            await self._cancel(run)
+        except (CancelObserved, ReleaseNeeded) as stop:
+            # A stopped final call's tokens are no checkpoint's: they count as an extra call's.
+            streamed_usage = await self._stop_stream(run)
+            run.usage_total = add_usage(steps.usage, streamed_usage)
+            run.extra_usage = add_usage(steps.extra_usage, streamed_usage)
+            await (self._cancel(run) if isinstance(stop, CancelObserved) else self._release(run))
             return
-        except ReleaseNeeded:
-            run.usage_total, run.extra_usage = steps.usage, steps.extra_usage
-            await self._release(run)
-            return
+        except OutputWriteFailed as failed:
+            failed_usage = failed.usage if isinstance(failed.usage, Usage) else None
+            run.usage_total = add_usage(steps.usage, failed_usage)
+            run.extra_usage = add_usage(steps.extra_usage, failed_usage)
+            raise
         run.usage_total, run.extra_usage = stopped.usage, stopped.extra_usage
         if isinstance(stopped.error, TerminalProviderError):
             await self._fail(run, stopped.error.job_code)
@@ -322,7 +353,11 @@ class JobWorker:
     async def _checkpoint_step(self, run: _Run, step: Step, completion: Completion) -> StepOutput:
         """The step's output, written once before progress moves; an earlier claim's wins."""
         output = StepOutput(
-            job_id=run.job.job_id, step_id=step.step_id, output=completion.text, usage=completion.usage
+            job_id=run.job.job_id,
+            step_id=step.step_id,
+            output=completion.text,
+            usage=completion.usage,
+            output_attempt=completion.output_attempt,
         )
         expires_at = input_expiry(self._now(), self._settings.input_retention_hours)
         return await self._io(self._deps.steps.put_step, output, expires_at)
@@ -345,17 +380,33 @@ class JobWorker:
 
     async def _succeed_steps(self, run: _Run, plan: StepPlan, stopped: StepsStopped) -> None:
         result = JobResult(
-            job_id=run.job.job_id, output=final_output(plan, stopped.outputs), usage=stopped.usage
+            job_id=run.job.job_id,
+            output=final_output(plan, stopped.outputs),
+            usage=stopped.usage,
+            output_attempt=stopped.result_attempt,
         )
-        location, _, body = await self._store_result(run, result)
-        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
+        location, stored, body = await self._store_result(run, result)
+        await self._succeeded(run, location, stored, body)
+
+    async def _succeeded(
+        self, run: _Run, location: BlobLocation, stored: JobResult, body: str | None
+    ) -> None:
+        """The Succeeded write of a stored result (its attempt is the one readers show from then on)."""
+        await self._terminal(
+            run,
+            JobStatus.SUCCEEDED,
+            result_location=location,
+            result_body=body,
+            result_attempt=stored.output_attempt,
+        )
 
     async def _answer(self, run: _Run, request: CompletionRequest) -> Completion:
-        """The one step's answer. A structured answer that breaks its schema is asked again once in
-        this claim (its tokens stay in `run.usage`, which ends up in the result's usage or in the
-        write that ends the claim); the second such answer fails the job `invalid_output`."""
+        """The one step's answer, called or streamed. A structured answer that breaks its schema is
+        asked again once in this claim (streamed, as the next output attempt); its tokens stay in
+        `run.usage`, which ends up in the result's usage or in the write that ends the claim. The
+        second such answer fails the job `invalid_output`."""
         try:
-            return await self._call_under_lease(run, request)
+            return await self._ask(run, request)
         except InvalidAnswerError as first:
             run.usage = first.usage if isinstance(first.usage, Usage) else None
             logger.info("answer does not match the schema; asking again", extra={"problem": first.problem})
@@ -363,13 +414,30 @@ class JobWorker:
             # A call started now could outlive the invocation and be paid for again.
             raise ReleaseNeeded
         try:
-            second = await self._call_under_lease(run, request)
+            second = await self._ask(run, request)
         except InvalidAnswerError as again:
             logger.info("answer does not match the schema again", extra={"problem": again.problem})
             raise invalid_output(again.usage) from None
         # The result carries every call it took: adopted later, it still counts the first one.
         refused, run.usage = run.usage, None
-        return Completion(text=second.text, usage=_sum(refused, second.usage))
+        return replace(second, usage=add_usage(refused, second.usage))
+
+    async def _ask(self, run: _Run, request: CompletionRequest) -> Completion:
+        """One call (streamed for a streaming job), its answer checked against its schema if any."""
+        if run.job.stream:
+            return await self._checked(request, self._stream_under_lease(run, request))
+        return await self._call_under_lease(run, request)
+
+    async def _checked(self, request: CompletionRequest, call: Awaitable[Completion]) -> Completion:
+        """A streamed answer, checked against its schema on a model thread once it is complete (the
+        text streamed as generated; what is kept is that text, once it proved valid)."""
+        completion = await call
+        if request.response_schema is None:
+            return completion
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._deps.model_executor, checked, completion, request, self._deps.validator
+        )
 
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
@@ -380,9 +448,45 @@ class JobWorker:
             # Slow to get here (a cold start): look for a cancel before spending a model call.
             await self._heartbeat(run)
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(
-            self._deps.model_executor, checked_answer, provider, self._deps.validator, request
+        return await self._watch(
+            run,
+            loop.run_in_executor(
+                self._deps.model_executor, checked_answer, provider, self._deps.validator, request
+            ),
         )
+
+    async def _stream_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
+        """The streaming call, watched like any call (heartbeats, the deadline); a stop from the
+        watch (a cancel, the deadline, a lost lease) is the caller's to act on (`_stop_stream`)."""
+        provider = await self._io(self._deps.provider)
+        return await self._watch(run, self._start_stream(run, provider, request))
+
+    def _start_stream(
+        self, run: _Run, provider: ModelProvider, request: CompletionRequest
+    ) -> asyncio.Future[Completion]:
+        """The next output attempt, streamed into its events (a task: functions.worker.streaming)."""
+        return asyncio.ensure_future(self._stream_call(run, provider, request))
+
+    async def _stream_call(
+        self, run: _Run, provider: ModelProvider, request: CompletionRequest
+    ) -> Completion:
+        # The attempt is taken by a heartbeat write before any event of it can exist.
+        await self._heartbeat(run, self._deps.repository.take_output_attempt)
+        expires_at = input_expiry(self._now(), self._settings.input_retention_hours)
+        run.streaming = StreamingCall(self._deps, run.job.job_id, run.job.output_attempt, request, expires_at)
+        return await run.streaming.run(provider)
+
+    async def _stop_stream(self, run: _Run, *, lost: bool = False) -> Usage | None:
+        """Stop the claim's streaming call, if one is still running, and return what it cost (the
+        text it streamed stays readable unless the job was lost)."""
+        streaming, run.streaming = run.streaming, None
+        if streaming is None or streaming.ended:
+            return None
+        return await streaming.stop(lost=lost, wait_seconds=self._settings.heartbeat_seconds)
+
+    async def _watch(self, run: _Run, call: Awaitable[Completion]) -> Completion:
+        """Wait for a call, heartbeating every few seconds and watching the invocation's deadline."""
+        call = asyncio.ensure_future(call)
         while True:
             budget = self._deadline - time.monotonic()
             done, _ = await asyncio.wait(
@@ -396,12 +500,13 @@ class JobWorker:
                 raise ReleaseNeeded
             await self._heartbeat(run)
 
-    async def _heartbeat(self, run: _Run) -> None:
+    async def _heartbeat(self, run: _Run, write: Callable[[str, Lease], JobRecord] | None = None) -> None:
+        """Extend the lease (with `write`: a heartbeat that also takes the next output attempt)."""
         lease = Lease(
             token=run.lease.token, expires_at=self._now() + timedelta(seconds=self._settings.lease_seconds)
         )
         try:
-            run.job = await self._io(self._deps.repository.heartbeat, run.job.job_id, lease)
+            run.job = await self._io(write or self._deps.repository.heartbeat, run.job.job_id, lease)
         except TransitionConflictError as conflict:
             raise LeaseLost from conflict
         run.last_heartbeat = time.monotonic()
@@ -412,7 +517,12 @@ class JobWorker:
         output = _normalize_label(completion.text, labels)
         # The result with its usage before the status write: a crash after an item's write costs no
         # second model call (the next claim adopts it), and none leaves a Succeeded job without one.
-        result = JobResult(job_id=run.job.job_id, output=output, usage=completion.usage)
+        result = JobResult(
+            job_id=run.job.job_id,
+            output=output,
+            usage=completion.usage,
+            output_attempt=completion.output_attempt,
+        )
         location, stored, body = await self._store_result(run, result)
         earlier: Usage | None = None
         if stored != result:
@@ -421,8 +531,8 @@ class JobWorker:
             # one's unless a Failed write counted them already).
             logger.info("result adopted from an earlier claim")
             earlier = None if run.job.result_usage_counted else stored.usage
-        run.usage, run.usage_has_result = _sum(earlier, completion.usage), True
-        await self._terminal(run, JobStatus.SUCCEEDED, result_location=location, result_body=body)
+        run.usage, run.usage_has_result = add_usage(earlier, completion.usage), True
+        await self._succeeded(run, location, stored, body)
 
     async def _fail(self, run: _Run, code: str) -> None:
         await self._terminal(run, JobStatus.FAILED, error=job_error(code))
@@ -438,11 +548,13 @@ class JobWorker:
         error: JobError | None = None,
         result_location: BlobLocation | None = None,
         result_body: str | None = None,
+        result_attempt: int | None = None,
     ) -> None:
         """Write a terminal state as the lease holder. Once a cancel is requested, Canceled wins:
         the caller asked to stop, so the output is dropped (usage is kept)."""
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             target, error, result_location, result_body = JobStatus.CANCELED, None, None, None
+            result_attempt = None
         now = self._now()
         # The input's final expiry before the terminal write (shared.retention): if it fails, the
         # job is handed back unfinished, and its next writer sets it.
@@ -463,6 +575,7 @@ class JobWorker:
             result_usage_counted=target is JobStatus.FAILED and run.usage_has_result,
             result_location=result_location,
             result_body=result_body if target is JobStatus.SUCCEEDED else None,
+            result_attempt=result_attempt if target is JobStatus.SUCCEEDED else None,
             input_location=moved,
         )
         try:
@@ -471,7 +584,12 @@ class JobWorker:
         except TransitionConflictError as conflict:
             if _cancel_won(conflict, run):
                 await self._terminal(
-                    run, target, error=error, result_location=result_location, result_body=result_body
+                    run,
+                    target,
+                    error=error,
+                    result_location=result_location,
+                    result_body=result_body,
+                    result_attempt=result_attempt,
                 )
             else:
                 logger.warning("terminal write lost; another writer owns the job")
@@ -515,9 +633,9 @@ class JobWorker:
             now=now,
             lease_token=run.lease.token,
             dispatch_at=dispatch_at,
-            # Tokens spent in this claim that nothing else records: a refused answer's (a stored
-            # result carries its own, which the next claim adopts), and a multi-step job's total
-            # with the calls outside its checkpoints (an answer that broke its schema).
+            # What this claim's calls cost and nothing recorded yet (a cut or stopped stream's
+            # estimate, a refused answer whose Failed write did not happen); never the tokens of a
+            # stored result, which the claim that adopts it counts.
             usage=None if run.usage_has_result else run.usage,
             usage_total=run.usage_total,
             extra_usage=run.extra_usage,
@@ -561,15 +679,6 @@ class JobWorker:
             await self._io(self._deps.repository.transition, transition)
         except TransitionConflictError:
             logger.info("exhausted job moved on before it could be failed")
-
-
-def _sum(first: Usage | None, second: Usage | None) -> Usage | None:
-    if first is None or second is None:
-        return first or second
-    return Usage(
-        input_tokens=first.input_tokens + second.input_tokens,
-        output_tokens=first.output_tokens + second.output_tokens,
-    )
 
 
 def _cancel_won(conflict: TransitionConflictError, run: _Run) -> bool:

@@ -27,3 +27,7 @@ class WorkerSettings(JobPolicySettings):
     release_margin_seconds: float = Field(default=15, alias="RELEASE_MARGIN_SECONDS", ge=1, le=300)
     # Steps of one multi-step job in flight at once (the invocation's model threads bound them all).
     step_concurrency: int = Field(default=4, alias="STEP_CONCURRENCY", ge=1, le=32)
+    # Streaming output: where events go, and when a buffered delta is written (functions.worker.flush).
+    output_events_table: str = Field(alias=r.ENV_OUTPUT_EVENTS_TABLE, min_length=1)
+    stream_flush_bytes: int = Field(default=900, alias="STREAM_FLUSH_BYTES", ge=16, le=900)
+    stream_flush_ms: int = Field(default=500, alias="STREAM_FLUSH_MS", ge=10, le=60_000)

@@ -18,3 +18,13 @@ class CancelObserved(Exception):  # noqa: N818
 
 class ReleaseNeeded(Exception):  # noqa: N818
     """The invocation is about to time out; hand the job back rather than lose it."""
+
+
+class OutputWriteFailed(Exception):  # noqa: N818
+    """An event of the streaming call could not be written: the call was stopped (or its answer is
+    not complete in events), so the job is handed back and the next claim streams a new attempt.
+    `usage` is what the call cost (by estimate when it was stopped)."""
+
+    def __init__(self, usage: object | None) -> None:
+        super().__init__("An output event could not be written.")
+        self.usage = usage

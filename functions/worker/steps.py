@@ -32,12 +32,13 @@ from dataclasses import dataclass
 
 from functions.worker.signals import ReleaseNeeded
 from functions.worker.structured import invalid_output, response_schema
-from shared.errors import InvalidAnswerError, ProviderError, TerminalProviderError, TransientProviderError
-from shared.job import StepOutput, Usage
+from shared.errors import InvalidAnswerError, ProviderError, TerminalProviderError
+from shared.job import StepOutput, Usage, add_usage
 from shared.planner import Step, StepPlan, ready_steps, step_messages
 from shared.ports import Completion, CompletionRequest
 
-StartCall = Callable[[CompletionRequest], "asyncio.Future[Completion]"]
+# Starts one step's call: the worker streams a streaming job's final step, calls the others.
+StartCall = Callable[[Step, CompletionRequest], "asyncio.Future[Completion]"]
 Checkpoint = Callable[[Step, Completion], Awaitable[StepOutput]]
 Progress = Callable[[int, Usage | None, Usage | None], Awaitable[None]]
 Heartbeat = Callable[[], Awaitable[None]]
@@ -46,23 +47,14 @@ Heartbeat = Callable[[], Awaitable[None]]
 @dataclass(frozen=True)
 class StepsStopped:
     """Where the loop ended: every step's output so far, the job's usage (the checkpoints' and the
-    extra calls'), the extra calls' alone, and what stopped it (None: every step is done)."""
+    extra calls'), the extra calls' alone, what stopped it (None: every step is done), and the
+    output attempt that streamed the final step's checkpoint (a streaming job's result's)."""
 
     outputs: Mapping[str, str]
     usage: Usage | None
     extra_usage: Usage | None
     error: ProviderError | None
-
-
-def sum_usage(usages: list[Usage | None]) -> Usage | None:
-    """The tokens of every call that reported them (None when none did)."""
-    known = [usage for usage in usages if usage is not None]
-    if not known:
-        return None
-    return Usage(
-        input_tokens=sum(usage.input_tokens for usage in known),
-        output_tokens=sum(usage.output_tokens for usage in known),
-    )
+    result_attempt: int | None = None
 
 
 class StepLoop:
@@ -117,7 +109,7 @@ class StepLoop:
     @property
     def usage(self) -> Usage | None:
         """Every checkpoint's usage, and the extra calls' (a refused call that reported usage)."""
-        return sum_usage([output.usage for output in self._done.values()] + [self._extra_usage])
+        return add_usage(*(output.usage for output in self._done.values()), self._extra_usage)
 
     @property
     def extra_usage(self) -> Usage | None:
@@ -144,8 +136,14 @@ class StepLoop:
                 await self._heartbeat()
                 self._last_beat = self._monotonic()
         outputs = {step_id: output.output for step_id, output in self._done.items()}
+        final = self._plan.final_step
+        checkpoint = self._done.get(final.step_id) if final is not None else None
         return StepsStopped(
-            outputs=outputs, usage=self.usage, extra_usage=self._extra_usage, error=self._error
+            outputs=outputs,
+            usage=self.usage,
+            extra_usage=self._extra_usage,
+            error=self._error,
+            result_attempt=checkpoint.output_attempt if checkpoint is not None else None,
         )
 
     def _start_ready(self) -> None:
@@ -165,36 +163,38 @@ class StepLoop:
                 max_output_tokens=step.max_tokens,
                 response_schema=response_schema(self._plan, step),
             )
-            self._in_flight[self._start_call(request)] = step
+            self._in_flight[self._start_call(step, request)] = step
 
     async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
         error = future.exception()
         if error is None:
-            completion = future.result()
-            stored = await self._checkpoint(step, completion)
-            if (stored.output, stored.usage) != (completion.text, completion.usage):
-                # Another claim checkpointed this step first: its answer stands, and this call
-                # was paid for all the same.
-                self._extra_usage = sum_usage([self._extra_usage, completion.usage])
-            self._done[step.step_id] = stored
-            await self._progress(self.completed, self.usage, self._extra_usage)
-            self._last_beat = self._monotonic()  # a progress write extends the lease too
-        elif isinstance(error, TerminalProviderError):
-            # A terminal answer wins over a transient one: retrying cannot help the job.
-            self._error = error
-            if isinstance(error.usage, Usage):  # refused after generating: billed all the same
-                self._extra_usage = sum_usage([self._extra_usage, error.usage])
+            await self._kept(step, future.result())
+            return
+        if not isinstance(error, ProviderError):
+            raise error  # not the provider's answer: the worker hands the job back
+        # A call refused after generating, cut mid-stream or answered off its schema was billed all
+        # the same: its tokens count as an extra call's.
+        usage = getattr(error, "usage", None)
+        if isinstance(usage, Usage):
+            self._extra_usage = add_usage(self._extra_usage, usage)
+        if isinstance(error, TerminalProviderError):
+            self._error = error  # a terminal answer wins over a transient one: retrying cannot help
         elif isinstance(error, InvalidAnswerError):
-            # Billed, and no checkpoint: the step stays ready, and starts again unless this was
-            # its second try in this claim.
-            if isinstance(error.usage, Usage):
-                self._extra_usage = sum_usage([self._extra_usage, error.usage])
+            # No checkpoint: the step stays ready, and starts again unless this was its second try
+            # in this claim.
             if step.step_id in self._reasked:
                 self._error = invalid_output()
             else:
                 self._reasked.add(step.step_id)
-        elif isinstance(error, TransientProviderError):
-            if not isinstance(self._error, TerminalProviderError):
-                self._error = self._error or error
-        else:
-            raise error  # not the provider's answer: the worker hands the job back
+        elif not isinstance(self._error, TerminalProviderError):
+            self._error = self._error or error
+
+    async def _kept(self, step: Step, completion: Completion) -> None:
+        stored = await self._checkpoint(step, completion)
+        if (stored.output, stored.usage) != (completion.text, completion.usage):
+            # Another claim checkpointed this step first: its answer stands, and this call
+            # was paid for all the same.
+            self._extra_usage = add_usage(self._extra_usage, completion.usage)
+        self._done[step.step_id] = stored
+        await self._progress(self.completed, self.usage, self._extra_usage)
+        self._last_beat = self._monotonic()  # a progress write extends the lease too

@@ -7,9 +7,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.ws_connections.dependencies import build_dependencies
-from functions.ws_connections.service import RouteEvent, handle
+from functions.ws_connections.service import handle
 from functions.ws_connections.settings import ConnectionsSettings
 from shared.observability import logger, metrics, tracer
+from shared.realtime import RouteEvent
 
 
 # log_event stays off: a $connect event's query string holds the ticket.

@@ -2,42 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from functions.ws_connections.dependencies import ConnectionsDependencies
-from shared.job import Caller
 from shared.observability import logger, metrics
-from shared.realtime import Connection, connections_to_close, owner_from_context
-
-
-@dataclass(frozen=True)
-class RouteEvent:
-    """What the route functions read of an API Gateway WebSocket event (never the query string)."""
-
-    route_key: str
-    connection_id: str
-    connected_at: datetime
-    owner: Caller | None
-
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> RouteEvent:
-        """Parse the request context; the owner comes from the ticket authorizer's context."""
-        context = event.get("requestContext") or {}
-        connected_ms = context.get("connectedAt")
-        connected_at = (
-            datetime.fromtimestamp(int(connected_ms) / 1000, tz=UTC)
-            if isinstance(connected_ms, int | float | str) and str(connected_ms).isdigit()
-            else datetime.now(UTC)
-        )
-        return cls(
-            route_key=str(context.get("routeKey", "")),
-            connection_id=str(context.get("connectionId", "")),
-            connected_at=connected_at,
-            owner=owner_from_context(context.get("authorizer")),
-        )
-
+from shared.realtime import Connection, RouteEvent, connections_to_close
 
 OK = {"statusCode": 200}
 FORBIDDEN = {"statusCode": 403}

@@ -26,6 +26,7 @@ from infra.config import StageConfig
 from infra.constructs.auth import Auth
 from infra.constructs.budgets import Budgets
 from infra.constructs.storage import Storage
+from infra.constructs.streaming import Streaming
 from infra.environment import status_environment, submit_environment
 from infra.function_factory import FunctionFactory, FunctionSpec, removal_policy, retention
 from infra.names import CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS, CURSOR_SECRET, HTTP_API, ROUTES, FunctionName
@@ -70,6 +71,7 @@ class Api(Construct):
         auth: Auth,
         storage: Storage,
         budgets: Budgets,
+        streaming: Streaming,
         route_functions: Mapping[FunctionName, lambda_.Function] | None = None,
     ) -> None:
         """`route_functions`: functions other capabilities made for routes of ROUTES (tickets, budget)."""
@@ -86,7 +88,7 @@ class Api(Construct):
         )
         self.functions = {
             FunctionName.SUBMIT: self._submit(config, factory, storage, budgets),
-            FunctionName.STATUS: self._status(config, factory, storage, budgets),
+            FunctionName.STATUS: self._status(config, factory, storage, budgets, streaming),
             **(route_functions or {}),
         }
         self.access_logs = logs.LogGroup(
@@ -181,7 +183,12 @@ class Api(Construct):
         return function
 
     def _status(
-        self, config: StageConfig, factory: FunctionFactory, storage: Storage, budgets: Budgets
+        self,
+        config: StageConfig,
+        factory: FunctionFactory,
+        storage: Storage,
+        budgets: Budgets,
+        streaming: Streaming,
     ) -> lambda_.Function:
         function = factory.create(
             self,
@@ -195,10 +202,11 @@ class Api(Construct):
                     bucket=storage.payload_bucket.bucket_name,
                     cursor_secret_arn=self.cursor_secret.secret_arn,
                     budgets_table=budgets.table.table_name,
+                    output_events_table=streaming.table.table_name,
                 ),
                 timeout=_API_FUNCTION_TIMEOUT,
                 memory_mb=config.api_memory_mb,
-                description="outlast status: status, result, list and cancel",
+                description="outlast status: status, result, output, list and cancel",
                 traced=config.api_tracing,
             ),
         )
@@ -215,6 +223,8 @@ class Api(Construct):
         grants.grant_secret_value(self.cursor_secret, function)
         # Whether an ended job's reservation is settled yet (keys only, one BatchGetItem per page).
         grants.grant_table(budgets.table, function, ["BatchGetItem"])
+        # A streaming job's output events (GET /v1/jobs/{id}/output).
+        streaming.grant_read_events(function)
         nag.acknowledge(
             self.cursor_secret,
             "AwsSolutions-SMG4",

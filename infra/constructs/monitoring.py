@@ -22,6 +22,7 @@ from infra.config import StageConfig
 from infra.constructs.api import Api
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
+from infra.constructs.streaming import Streaming
 from infra.constructs.webhooks import Webhooks
 from infra.function_factory import removal_policy
 from infra.names import ALARM_TOPIC, SWEEPER_RECOVERIES_METRIC, FunctionName, Runbook
@@ -63,6 +64,7 @@ class Monitoring(Construct):
         api: Api,
         outbox: Outbox,
         realtime: Realtime,
+        streaming: Streaming,
         webhooks: Webhooks,
         functions: Mapping[FunctionName, lambda_.IFunction],
     ) -> None:
@@ -81,6 +83,12 @@ class Monitoring(Construct):
         )
         self.notifier_iterator_age = realtime.notifier.metric(
             "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=_FIVE_MINUTES
+        )
+        self.output_pusher_iterator_age = streaming.pusher.metric(
+            "IteratorAge", statistic=cloudwatch.Stats.MAXIMUM, period=_FIVE_MINUTES
+        )
+        self.output_push_failures = self._metric(
+            config, "OutputPushFailures", FunctionName.OUTPUT_PUSHER, cloudwatch.Stats.SUM
         )
         self.push_failures = cloudwatch.Metric(
             namespace=config.metrics_namespace,
@@ -173,6 +181,26 @@ class Monitoring(Construct):
                 "Stream batches exhausted the notifier's retries: their live updates were not pushed.",
                 "Read the failure records and the notifier logs (connections table errors); replay nothing.",
                 Runbook.NOTIFIER_FAILURES,
+            ),
+            AlarmSpec(
+                "OutputPusherIteratorAge",
+                self.output_pusher_iterator_age,
+                config.iterator_age_alarm_seconds * 1000,
+                "The output pusher lags behind the output events stream: followers see streamed text late.",
+                "Check output pusher errors, throttles and duration (slow posts); followers still catch up "
+                "from GET /v1/jobs/{id}/output.",
+                Runbook.OUTPUT_PUSHER_ITERATOR_AGE,
+            ),
+            AlarmSpec(
+                "OutputPusherFailures",
+                streaming.pusher_failures.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Stream batches exhausted the output pusher's retries: their events did not reach followers.",
+                "Read the failure records and the output pusher logs (connections table errors); the events "
+                "are stored, and followers read them from GET /v1/jobs/{id}/output. Replay nothing.",
+                Runbook.OUTPUT_PUSHER_FAILURES,
             ),
             AlarmSpec(
                 "WebhooksDlqNotEmpty",
@@ -278,6 +306,19 @@ class Monitoring(Construct):
             cloudwatch.GraphWidget(
                 title="Live updates: notifier failure queue",
                 left=[realtime.notifier_failures.metric_approximate_number_of_messages_visible()],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Streaming output: pusher iterator age and failed pushes",
+                left=[self.output_pusher_iterator_age],
+                right=[self.output_push_failures],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Streaming output: pusher failure queue",
+                left=[streaming.pusher_failures.metric_approximate_number_of_messages_visible()],
                 width=12,
             ),
         )

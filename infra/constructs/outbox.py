@@ -10,6 +10,7 @@ the jobs themselves once their dispatch grace has passed.
 from __future__ import annotations
 
 from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
@@ -60,6 +61,32 @@ def secure_queue(
         retention_period=retention_period,
         visibility_timeout=visibility_timeout,
         dead_letter_queue=dead_letter_queue,
+    )
+
+
+def guarded_stream_source(
+    table: dynamodb.ITable,
+    *,
+    failures: sqs.IQueue,
+    starting_position: lambda_.StartingPosition,
+    batch_size: int,
+    retry_attempts: int,
+    max_record_age_seconds: int,
+    pattern: dict[str, object],
+) -> sources.DynamoEventSource:
+    """A DynamoDB stream trigger that never blocks its shard: failed batches are bisected, retried a
+    bounded number of times within a bounded age, then described (metadata only) on `failures`;
+    the function reports the records that failed (partial batch responses); `pattern` filters."""
+    return sources.DynamoEventSource(
+        table,
+        starting_position=starting_position,
+        batch_size=batch_size,
+        bisect_batch_on_error=True,
+        retry_attempts=retry_attempts,
+        max_record_age=Duration.seconds(max_record_age_seconds),
+        report_batch_item_failures=True,
+        on_failure=sources.SqsDlq(failures),
+        filters=[lambda_.FilterCriteria.filter(pattern)],
     )
 
 
@@ -118,28 +145,20 @@ class Outbox(Construct):
         )
         grants.grant_send(self.jobs_queue, self.relay)
         self.relay.add_event_source(
-            sources.DynamoEventSource(
+            guarded_stream_source(
                 storage.jobs_table,
+                failures=self.relay_failures,
                 # Duplicates are harmless downstream (the claim is conditional), missed jobs are not.
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
                 batch_size=RELAY_BATCH_SIZE,
-                bisect_batch_on_error=True,
                 retry_attempts=RELAY_RETRY_ATTEMPTS,
-                max_record_age=Duration.seconds(RELAY_MAX_RECORD_AGE_SECONDS),
-                report_batch_item_failures=True,
-                on_failure=sources.SqsDlq(self.relay_failures),
-                filters=[
-                    lambda_.FilterCriteria.filter(
-                        {
-                            "eventName": lambda_.FilterRule.is_equal("INSERT"),
-                            "dynamodb": {
-                                "NewImage": {
-                                    r.TYPE_ATTRIBUTE: {"S": lambda_.FilterRule.is_equal(r.JOB_ITEM_TYPE)}
-                                }
-                            },
-                        }
-                    )
-                ],
+                max_record_age_seconds=RELAY_MAX_RECORD_AGE_SECONDS,
+                pattern={
+                    "eventName": lambda_.FilterRule.is_equal("INSERT"),
+                    "dynamodb": {
+                        "NewImage": {r.TYPE_ATTRIBUTE: {"S": lambda_.FilterRule.is_equal(r.JOB_ITEM_TYPE)}}
+                    },
+                },
             )
         )
         nag.acknowledge(

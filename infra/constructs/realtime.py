@@ -35,7 +35,6 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -48,7 +47,7 @@ from infra.config import (
     StageConfig,
 )
 from infra.constructs.budgets import Budgets
-from infra.constructs.outbox import secure_queue
+from infra.constructs.outbox import guarded_stream_source, secure_queue
 from infra.constructs.storage import Storage
 from infra.constructs.webhooks import Webhooks
 from infra.environment import (
@@ -277,17 +276,15 @@ class Realtime(Construct):
         grants.grant_manage_connections(self.web_socket_api, WEBSOCKET_STAGE_NAME, notifier, "POST")
         webhooks.grant_enqueue(notifier)
         notifier.add_event_source(
-            sources.DynamoEventSource(
+            guarded_stream_source(
                 storage.jobs_table,
+                failures=self.notifier_failures,
                 # A push is for clients connected now: old records would reach no one who waits.
                 starting_position=lambda_.StartingPosition.LATEST,
                 batch_size=NOTIFIER_BATCH_SIZE,
-                bisect_batch_on_error=True,
                 retry_attempts=NOTIFIER_RETRY_ATTEMPTS,
-                max_record_age=Duration.seconds(NOTIFIER_MAX_RECORD_AGE_SECONDS),
-                report_batch_item_failures=True,
-                on_failure=sources.SqsDlq(self.notifier_failures),
-                filters=[lambda_.FilterCriteria.filter(notifier_filter())],
+                max_record_age_seconds=NOTIFIER_MAX_RECORD_AGE_SECONDS,
+                pattern=notifier_filter(),
             )
         )
         nag.acknowledge(

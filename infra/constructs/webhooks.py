@@ -13,7 +13,7 @@
 - The notifier (the Realtime construct's) is granted Query on the tenant index only, and
   SendMessage on the queue (`grant_enqueue`): it can never read a secret.
 - The egress flag that allows plain http and loopback receivers is "false" in this template,
-  always; local mode turns it on for itself (outlast.local.stack).
+  always; local mode turns it on for itself (outlast.local.capabilities.functions).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from infra import grants, nag
 from infra.config import WORKER_BATCH_SIZE, WORKER_BATCH_WINDOW_SECONDS, StageConfig
 from infra.constructs.outbox import Outbox
 from infra.constructs.storage import Storage
+from infra.constructs.streaming import Streaming
 from infra.environment import worker_environment
 from infra.function_factory import FunctionFactory, FunctionSpec, removal_policy
 from infra.names import OPENAI_SECRET, FunctionName
@@ -37,6 +38,7 @@ class Worker(Construct):
         factory: FunctionFactory,
         storage: Storage,
         outbox: Outbox,
+        streaming: Streaming,
     ) -> None:
         super().__init__(scope, construct_id)
         # Created with a random placeholder; the operator stores the real key (docs/deploy.md).
@@ -65,6 +67,7 @@ class Worker(Construct):
                     isolation_queue_arn=outbox.isolation_queue.queue_arn,
                     isolation_dlq_url=outbox.isolation_dead_letter_queue.queue_url,
                     openai_secret_arn=self.openai_secret.secret_arn,
+                    output_events_table=streaming.table.table_name,
                 ),
                 timeout=Duration.seconds(config.worker_timeout_seconds),
                 memory_mb=config.worker_memory_mb,
@@ -90,6 +93,8 @@ class Worker(Construct):
         grants.grant_send(outbox.dead_letter_queue, self.function)
         grants.grant_send(outbox.isolation_dead_letter_queue, self.function)
         grants.grant_secret_value(self.openai_secret, self.function)
+        # A streaming call's events (conditional PutItem, one per flush).
+        streaming.grant_write_events(self.function)
         self.function.add_event_source(
             sources.SqsEventSource(
                 outbox.jobs_queue,

@@ -32,6 +32,7 @@ from outlast import __version__
 from outlast.api.models import (
     BudgetDocument,
     JobPage,
+    OutputPage,
     ResultDocument,
     StatusDocument,
     SubmitRequest,
@@ -262,6 +263,14 @@ class HttpApi:
     def get_result(self, job_id: str) -> Answer[ResultDocument]:
         """GET /v1/jobs/{id}/result: the output of a Succeeded job."""
         return _typed(self._call("GET", f"/v1/jobs/{_segment(job_id)}/result"), ResultDocument)
+
+    def get_output(
+        self, job_id: str, after: str | None = None, limit: int | None = None
+    ) -> Answer[OutputPage]:
+        """GET /v1/jobs/{id}/output: a streaming job's events after the cursor `after` (ATTEMPT.SEQ)."""
+        query = {name: value for name, value in (("after", after), ("limit", limit)) if value is not None}
+        path = f"/v1/jobs/{_segment(job_id)}/output" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        return _typed(self._call("GET", path), OutputPage)
 
     def cancel(self, job_id: str) -> Answer[StatusDocument]:
         """POST /v1/jobs/{id}/cancellation: 200 Canceled, 202 CancellationRequested."""

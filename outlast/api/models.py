@@ -154,6 +154,13 @@ class JobOptions(BaseModel):
             title="Schema",
         ),
     ] = None
+    stream: Annotated[
+        bool | None,
+        Field(
+            description="Stream the output as it is written (summarize, analyze and extract, whose streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.",
+            title="Stream",
+        ),
+    ] = None
 
 
 class JobPage(BaseModel):
@@ -170,6 +177,62 @@ class JobPage(BaseModel):
 
 class Label(RootModel[str]):
     root: Annotated[str, Field(max_length=100, min_length=1, pattern="\\S")]
+
+
+class OutputEventDocument(BaseModel):
+    """
+    A piece of a streaming job's output, in the order it was written (DESIGN.md, "Streaming output").
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    attempt: Annotated[
+        int,
+        Field(
+            description="The output attempt: each claim that streams takes the next one.",
+            title="Attempt",
+        ),
+    ]
+    job_id: Annotated[str, Field(alias="jobId", title="Jobid")]
+    seq: Annotated[
+        int, Field(description="From 1 within an attempt, without gaps.", title="Seq")
+    ]
+    text: Annotated[str, Field(title="Text")]
+
+
+class OutputPage(BaseModel):
+    """
+    GET /v1/jobs/{id}/output: the events after a cursor, in (attempt, seq) order.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    complete: Annotated[
+        bool,
+        Field(
+            description="The job has ended and every event after the cursor is in this page.",
+            title="Complete",
+        ),
+    ]
+    events: Annotated[list[OutputEventDocument], Field(title="Events")]
+    next_cursor: Annotated[
+        str | None,
+        Field(
+            alias="nextCursor",
+            description="`after` for the next read (ATTEMPT.SEQ); null once `complete`.",
+            title="Nextcursor",
+        ),
+    ]
+    result_attempt: Annotated[
+        int | None,
+        Field(
+            alias="resultAttempt",
+            description="The attempt whose text the result holds (a Succeeded job); readers show it once the job has ended, and the highest attempt they have seen before.",
+            title="Resultattempt",
+        ),
+    ]
 
 
 class Problem(BaseModel):
@@ -283,6 +346,13 @@ class StatusDocument(BaseModel):
             description="The closed set of statuses a job can be in.", title="JobStatus"
         ),
     ]
+    stream: Annotated[
+        bool | None,
+        Field(
+            description="The output is streamed as it is written: GET /v1/jobs/{id}/output, or follow the job.",
+            title="Stream",
+        ),
+    ] = False
     updated_at: Annotated[AwareDatetime, Field(alias="updatedAt", title="Updatedat")]
     usage: UsageDocument | None
 
@@ -328,5 +398,12 @@ class UsageDocument(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    estimated: Annotated[
+        bool | None,
+        Field(
+            description="True when part of it is outlast's estimate: a streamed call that ended without the provider's usage report (cut, or canceled) counts ceil(UTF-8 bytes / 4) per side.",
+            title="Estimated",
+        ),
+    ] = False
     input_tokens: Annotated[int, Field(alias="inputTokens", title="Inputtokens")]
     output_tokens: Annotated[int, Field(alias="outputTokens", title="Outputtokens")]

@@ -39,6 +39,7 @@ from infra.names import JOBS_QUEUE, JOBS_TABLE, OUTBOX, FunctionName
 from outlast.bench.events import BenchContext, status_event, submit_event
 from outlast.bench.meter import LogCounter, Meter
 from outlast.local import event_sources
+from outlast.local.capabilities.functions import LOCAL_FUNCTION_ENVIRONMENT
 from outlast.local.event_sources import SqsSource, StreamSource
 from outlast.local.iam.denials import DenialLog
 from outlast.local.iam.guard import Guard
@@ -46,7 +47,6 @@ from outlast.local.iam.roles import FunctionRole, function_roles, local_where
 from outlast.local.model_server import ModelServer
 from outlast.local.moto_server import MotoServer
 from outlast.local.provision import LocalResources, Provisioner
-from outlast.local.stack import LOCAL_FUNCTION_ENVIRONMENT
 from outlast.local.synth import PROJECT_ROOT, synthesize
 from outlast.local.template import REGION, Resolver, Template
 
@@ -266,6 +266,12 @@ class Harness:
         finally:
             self._acting.pop()
 
+    def _targets(self, mapping_properties: dict[str, Any], function: FunctionName) -> bool:
+        """True when an event source mapping invokes `function` (its FunctionName is a Ref to it)."""
+        target = mapping_properties.get("FunctionName", {})
+        spec = self.functions.get(function.value)
+        return spec is not None and isinstance(target, dict) and target.get("Ref") == spec.logical_id
+
     def _queue_url(self, arn: str) -> str:
         for logical_id, url in self.resources.queues.items():
             if self.sqs_arn(logical_id) == arn:
@@ -287,7 +293,8 @@ class Harness:
             filters = [
                 json.loads(f["Pattern"]) for f in properties.get("FilterCriteria", {}).get("Filters", [])
             ]
-            if ":dynamodb:" in source_arn:
+            if ":dynamodb:" in source_arn and self._targets(resource.properties, FunctionName.RELAY):
+                # The relay's stream (the notifier reads the same one; the output pusher its own table's).
                 self.relay_source = StreamSource(
                     streams=self.poller_session.client("dynamodbstreams", endpoint_url=self.endpoint),
                     stream_arn=source_arn,

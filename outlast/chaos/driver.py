@@ -31,6 +31,7 @@ from outlast.api.http import (
 )
 from outlast.chaos.plan import CONCURRENT_SUBMITS, Fault, Plan, PlannedJob
 from outlast.chaos.target import Target
+from outlast.chaos.watch import Follower, Received
 from outlast.local.access import issue_token, local_client
 from outlast.local.synth import PROJECT_ROOT
 from shared.identity import PERSONAL_TENANT_PREFIX
@@ -172,6 +173,12 @@ class Driver:
         self.times = RunTimes()
         self.poison_parked: dict[str, str | None] = {}
         self._watchers: list[threading.Thread] = []
+        # Streaming jobs are followed over one socket per owner, and by the second owner's (who
+        # must get nothing): what each received, once the run is drained.
+        self.followers: list[Follower] = []
+        self.prober_follower: Follower | None = None
+        self.followed: list[Received] = []
+        self.prober_followed: Received | None = None
 
     # --- set-up ----------------------------------------------------------------------------
 
@@ -190,6 +197,9 @@ class Driver:
         ]
         # Same tenant as half of the owners, another sub: "another caller" all the same.
         self.prober = self._owner(f"chaos-{run_id}-prober", shared_tenant)
+        if any(planned.stream for planned in self.plan.jobs):
+            self.followers = [Follower(owner.user, owner.client) for owner in self.owners]
+            self.prober_follower = Follower(self.prober.user, self.prober.client)
 
     # --- poison ------------------------------------------------------------------------------
 
@@ -224,6 +234,10 @@ class Driver:
         job_id = run.job_id
         if job_id is None:
             return
+        if run.planned.stream and self.followers:
+            self.followers[run.planned.owner].follow(job_id)
+            if self.prober_follower is not None:
+                self.prober_follower.follow(job_id)
         if run.fault is Fault.DUPLICATE_DELIVERY:
             self._duplicate_deliveries(job_id, run)
         elif run.fault is Fault.CANCEL_AFTER_SUBMIT:
@@ -395,6 +409,9 @@ class Driver:
                 time.sleep(DRAIN_POLL_SECONDS)
         if not waiting:
             self.times.drained = time.monotonic()
+        self.followed = [follower.close() for follower in self.followers]
+        if self.prober_follower is not None:
+            self.prober_followed = self.prober_follower.close()
 
 
 def new_run_id() -> str:

@@ -21,6 +21,7 @@ JOBS_PER_OWNER = 10  # keeps every owner far below the default 60 submits per mi
 FAULT_SHARE = 0.05  # each fault kind's share of the jobs; what is left runs without a fault
 CONCURRENT_SUBMITS = 10
 POISON_SHARE = 30  # one poison message per this many jobs (at least two)
+STREAM_SHARE = 0.5  # of the summarize and analyze jobs, about this share streams its output
 
 
 class Fault(StrEnum):
@@ -38,6 +39,7 @@ class Fault(StrEnum):
     PROVIDER_5XX_STORM = "provider_5xx_storm"
     PROVIDER_TIMEOUT = "provider_timeout"
     PROVIDER_CONTENT_POLICY = "provider_content_policy"
+    PROVIDER_STREAM_CUT = "provider_stream_cut"
     CANCEL_AFTER_SUBMIT = "cancel_after_submit"
     CANCEL_WHEN_RUNNING = "cancel_when_running"
     CONCURRENT_SUBMITS = "concurrent_identical_submits"
@@ -96,6 +98,9 @@ PROFILES: dict[Fault, FaultProfile] = {
     Fault.PROVIDER_CONTENT_POLICY: FaultProfile(
         "[[fault:content_policy]]", 0, frozenset({"Failed"}), "a terminal refusal fails at once, no retry"
     ),
+    Fault.PROVIDER_STREAM_CUT: FaultProfile(
+        "[[fault:stream_cut*1]]", 1, _SUCCEEDS, "a stream cut mid-way is streamed again as a new attempt"
+    ),
     Fault.CANCEL_AFTER_SUBMIT: FaultProfile(
         "", None, frozenset({"Canceled", "Succeeded"}), "a cancel racing dispatch and claim"
     ),
@@ -136,6 +141,12 @@ class PlannedJob:
     def text(self) -> str:
         """The input text (unique in the run, so its model calls can be told apart)."""
         return str(self.request["input"]["text"])
+
+    @property
+    def stream(self) -> bool:
+        """True when the job streams its output (options.stream)."""
+        options = self.request.get("options")
+        return bool(options and options.get("stream"))
 
     @property
     def labels(self) -> tuple[str, ...] | None:
@@ -189,8 +200,12 @@ def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> JsonO
         # between the input's write and the job's for the crash to land in.
         text += " " + " ".join(rng.choice(_WORDS) for _ in range(60))
     operation = rng.choice(("summarize", "analyze", "classify"))
+    if fault is Fault.PROVIDER_STREAM_CUT:
+        operation = "summarize"  # only a streamed call can be cut mid-way
     if operation == "classify":
         return {"operation": operation, "input": {"text": text}, "options": {"labels": list(_LABELS)}}
+    if fault is Fault.PROVIDER_STREAM_CUT or rng.random() < STREAM_SHARE:
+        return {"operation": operation, "input": {"text": text}, "options": {"stream": True}}
     return {"operation": operation, "input": {"text": text}}
 
 

@@ -75,6 +75,11 @@ class ChaosReport:
     budget_served: int = 0  # what the model server served them
     budget_exact_jobs: int = 0  # jobs no fault touched, held to equality
     budget_reserved: int = 0
+    # Streaming output (DESIGN.md, "Streaming output"): Succeeded streaming jobs whose result
+    # attempt's events were checked (gapless, joining to the result), and the output messages the
+    # owners' followers received (none may belong to another owner: leaks say so).
+    streamed: int = 0
+    output_messages: int = 0
     run_seconds: float | None = None
     drain_seconds: float | None = None
     jobs: list[dict[str, Any]] = field(default_factory=list)  # per job, for --json-out only
@@ -191,6 +196,10 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("lost", _must_be_zero(report.lost)),
         ("duplicate jobs", _must_be_zero(report.duplicates)),
         ("cross-owner reads that leaked", _must_be_zero(report.leaks) + f"  [{report.probes} probes]"),
+        (
+            "streamed results checked against their events",
+            f"{report.streamed}  ({report.output_messages} output messages to followers)",
+        ),
         ("invariant violations", _must_be_zero(report.violations)),
         ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
         ("calls a function's role denied (IAM)", _must_be_zero(report.iam_denials)),

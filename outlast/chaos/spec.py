@@ -1,8 +1,9 @@
 """The chaos spec: which process-level faults local mode injects, and where it records them.
 
-Shared by `outlast local up --chaos SPEC` (which hands the spec to every function process), the
-shim that injects the faults (`outlast.local.chaos_shim`) and the driver that reads back what
-was injected. Standard library only: the shim imports it inside every function process.
+Shared by `outlast local up --chaos SPEC` (which sets local mode's fault hook to the shim, with
+the spec in every function process's environment), the shim that injects the faults
+(`outlast.chaos.shim`) and the driver that reads back what was injected. Standard library only:
+the shim imports it inside every function process.
 
 A fault fires for a job when its input text carries the tag `[[chaos:KIND]]` (the driver's
 way: one planned fault per job, deterministic), or, for untagged jobs, when a hash of the seed,
@@ -30,8 +31,6 @@ from pathlib import Path
 from typing import Any
 
 ENV_SPEC = "OUTLAST_CHAOS_SPEC"
-ENV_HANDLER = "OUTLAST_CHAOS_HANDLER"
-SHIM_HANDLER = "outlast.local.chaos_shim.lambda_handler"
 DEATH_EXIT_CODE = 137  # what a SIGKILLed process reports: Lambda's "Runtime exited with error"
 
 

@@ -8,6 +8,7 @@ hash of the messages the worker renders from each job's unique text.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import urllib.request
@@ -18,13 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from outlast.api.http import TERMINAL_STATUSES, ApiError, JsonObject, TransportError
+from outlast.api.http import TERMINAL_STATUSES, ApiError, HttpApi, JsonObject, TransportError
 from outlast.chaos.driver import Driver, JobRun
 from outlast.chaos.plan import PROFILES, Fault
 from outlast.chaos.report import ChaosReport, KindRow
 from outlast.local.access import local_client
+from outlast.local.fake_model.requests import messages_hash
 from outlast.local.iam.enforcement import denial_summary
-from outlast.local.model_server import messages_hash
 from shared import resources as r
 from shared.adapters.dynamo_items import job_id_of
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
@@ -47,6 +48,7 @@ _PROVIDER_OUTCOMES = {
     Fault.PROVIDER_5XX_STORM: "server_error",
     Fault.PROVIDER_TIMEOUT: "timeout",
     Fault.PROVIDER_CONTENT_POLICY: "content_policy",
+    Fault.PROVIDER_STREAM_CUT: "stream_cut",
 }
 
 
@@ -58,6 +60,7 @@ class Observed:
     document: JsonObject | None  # None: 404 to its own owner
     result: str  # "ok", "absent" (409), or what went wrong
     calls: list[dict[str, object]]
+    output: str | None = None  # the result's output, when there is one
     total_steps: int = 1  # the job's plan: one call per step when nothing fails
     hashes: frozenset[str] = frozenset()  # the model server's keys of this job's calls
 
@@ -136,6 +139,7 @@ class Verifier:
         self._check_calls()
         self._check_duplicates()
         self._check_leaks()
+        self._check_streams()
         self._check_poison()
         self._check_queues()
         self._check_replays()
@@ -157,10 +161,11 @@ class Verifier:
             if error.status != 404:
                 raise
             document = None
-        result = "absent"
+        result, output = "absent", None
         try:
             answer = retrying.call(lambda: client.get_result(job_id))
-            result = "ok" if answer.body["output"] else "empty output"
+            output = answer.body["output"]
+            result = "ok" if output else "empty output"
         except ApiError as error:
             result = "absent" if error.status == 409 else f"HTTP {error.status}"
         except TransportError as error:
@@ -169,7 +174,7 @@ class Verifier:
         checkpoints = self._steps.get_steps(job_id, datetime.now(UTC)) if job and job.total_steps > 1 else {}
         hashes = frozenset(request_hashes(run, job, checkpoints))
         mine = [call for key in hashes for call in calls.get(key, [])]
-        return Observed(run, document, result, mine, job.total_steps if job else 1, hashes)
+        return Observed(run, document, result, mine, output, job.total_steps if job else 1, hashes)
 
     def _read_jobs(self) -> None:
         with urllib.request.urlopen(self.driver.target.model_url + "/_calls", timeout=30) as response:  # noqa: S310 - loopback
@@ -372,6 +377,51 @@ class Verifier:
             ]
         self.report.leaks = leaks
         self.report.probes = 6 * len(self.accepted) + 1
+
+    def _check_streams(self) -> None:
+        """Every Succeeded streaming job: its result attempt's events are gapless from 1 and join to
+        its result. Every output message a follower got: its own owner's job (leaks otherwise)."""
+        for job_id, seen in self.observed.items():
+            if not seen.run.planned.stream or seen.status != "Succeeded" or seen.output is None:
+                continue
+            self.report.streamed += 1
+            client = self.driver.owners[seen.run.planned.owner].client
+            events, result_attempt = self._events(client, job_id)
+            mine = sorted((e for e in events if e["attempt"] == result_attempt), key=lambda e: e["seq"])
+            if result_attempt is None or [e["seq"] for e in mine] != list(range(1, len(mine) + 1)):
+                self.report.violations.append(
+                    f"{job_id}: its result attempt {result_attempt}'s events are not gapless: "
+                    f"{[e['seq'] for e in mine][:20]}"
+                )
+            elif "".join(e["text"] for e in mine) != seen.output:
+                self.report.violations.append(
+                    f"{job_id}: attempt {result_attempt}'s events do not join to its result"
+                )
+        owner_of = {run.job_id: run.planned.owner for run in self.accepted if run.job_id is not None}
+        for index, received in enumerate(self.driver.followed):
+            self.report.output_messages += len(received.outputs)
+            self.report.leaks += [
+                f"{job_id}: output {attempt}.{seq} reached a connection of owner {index}"
+                for job_id, attempt, seq in received.outputs
+                if owner_of.get(job_id) != index
+            ]
+        prober = self.driver.prober_followed
+        if prober is not None:
+            self.report.leaks += [
+                f"{job_id}: output {attempt}.{seq} reached the second owner's connection"
+                for job_id, attempt, seq in prober.outputs
+            ]
+
+    def _events(self, client: HttpApi, job_id: str) -> tuple[list[JsonObject], int | None]:
+        """Every output event of the job (all pages), and its result's attempt."""
+        events: list[JsonObject] = []
+        after = "0.0"
+        while True:
+            page = self.driver.retrying.call(functools.partial(client.get_output, job_id, after=after)).body
+            events += page["events"]
+            if page["complete"] or not page["events"]:
+                return events, page["resultAttempt"]
+            after = page["nextCursor"]
 
     def _check_poison(self) -> None:
         expected = {poison.body: poison.reason for poison in self.driver.plan.poison}

@@ -19,6 +19,7 @@ from outlast.cli.framework import Section, Verb
 from outlast.cli.jobs import budget, cancel, list_jobs, result, status, submit
 from outlast.cli.local import local
 from outlast.cli.ops import aliases, ops
+from outlast.cli.output import output
 from outlast.cli.watch import watch
 
 PROG = "outlast"
@@ -61,7 +62,7 @@ def completion(shell: str) -> None:
     click.echo(completer(cli, {}, PROG, COMPLETE_VARIABLE).source())
 
 
-for command in (submit, status, result, cancel, list_jobs, watch, budget, login, logout, ops, local):
+for command in (submit, status, result, output, cancel, list_jobs, watch, budget, login, logout, ops, local):
     cli.add_command(command)
 for alias in aliases():
     cli.add_command(alias)

@@ -76,6 +76,12 @@ class Console:
         elif human is not None:
             print(human, file=self.out, end="" if human.endswith("\n") else "\n", flush=True)
 
+    def write(self, text: str) -> None:
+        """Part of the human result as it arrives (streamed text): no newline added, flushed."""
+        self.end_line()
+        self.out.write(text)
+        self.out.flush()
+
     def json_line(self, document: Any) -> None:
         """One document on its own line (JSON Lines: `watch --json`)."""
         print(json.dumps(document, separators=(",", ":")), file=self.out, flush=True)

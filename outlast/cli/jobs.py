@@ -45,6 +45,7 @@ from outlast.cli.formats import (
 from outlast.cli.framework import Verb
 from outlast.cli.progress import Progress
 from outlast.cli.session import Session, api_options, guarded, json_option, open_session
+from outlast.cli.stream_output import ended_status, stream_output
 from outlast.follow import Followed, TimeUpError
 from outlast.retry import FALLBACK_POLL_SECONDS, WaitTimeoutError
 
@@ -92,12 +93,15 @@ def build_submit_request(
     max_output_tokens: int | None,
     *,
     schema: JsonObject | None = None,
+    stream: bool = False,
 ) -> SubmitRequest:
     """The POST /v1/jobs body: options only when given (explicit nulls are a 400); CliError for a
     body the contract refuses anyway (an empty text, a label of spaces...). Whether a schema is in
     the subset extract takes is the API's to say (400 invalid_schema, with where)."""
     try:
-        return _submit_request(operation, text, labels, model, max_output_tokens, schema=schema)
+        return _submit_request(
+            operation, text, labels, model, max_output_tokens, schema=schema, stream=stream
+        )
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
@@ -114,6 +118,7 @@ def _submit_request(
     max_output_tokens: int | None,
     *,
     schema: JsonObject | None,
+    stream: bool,
 ) -> SubmitRequest:
     options = JobOptions.model_validate(
         {
@@ -123,6 +128,7 @@ def _submit_request(
                 ("maxOutputTokens", max_output_tokens),
                 ("labels", list(labels)),
                 ("schema", schema),
+                ("stream", stream),
             )
             if value
         }
@@ -204,6 +210,7 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
     exit_codes=WAIT_CODES,
     examples=(
         "outlast submit summarize --file report.txt --wait > summary.txt",
+        "outlast submit analyze --file report.txt --stream",
         "outlast submit classify --text 'Refund please' --label billing --label support --json",
         "outlast submit extract --file invoice.txt --schema invoice.schema.json --wait > invoice.json",
     ),
@@ -225,6 +232,12 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
     metavar="KEY",
     help="reuse the key of an earlier submit to get the same job (default: a new UUID)",
 )
+@click.option(
+    "--stream",
+    is_flag=True,
+    help="print the output as it is written (summarize, analyze), until the job ends; with --json, "
+    "each output event as a JSON line",
+)
 @wait_options
 @api_options
 @json_option
@@ -239,6 +252,7 @@ def submit(
     model: str | None,
     max_output_tokens: int | None,
     idempotency_key: str | None,
+    stream: bool,
     wait: bool,
     timeout: float | None,
     api_url: str | None,
@@ -250,13 +264,20 @@ def submit(
 
     OPERATION is summarize, analyze, classify or extract; the input comes from --text or --file.
     extract answers with a JSON object that matches --schema. The idempotency key it prints makes
-    a retry safe: the same key gets the same job.
+    a retry safe: the same key gets the same job. With --stream the output is printed as it is
+    written (after a dropped connection or a retry of the job it goes on from its last event).
     """
     if text is not None and file is not None:
         raise click.UsageError("give the input once: --text or --file")
-    _check_timeout(wait, timeout)
+    _check_timeout(wait or stream, timeout)
     request = build_submit_request(
-        operation, _read_text(text, file), labels, model, max_output_tokens, schema=read_schema(schema)
+        operation,
+        _read_text(text, file),
+        labels,
+        model,
+        max_output_tokens,
+        schema=read_schema(schema),
+        stream=stream,
     )
     console = Console(json_mode)
     session = open_session(console, api_url, profile, token_env)
@@ -285,6 +306,9 @@ def submit(
     if answer.replayed:
         console.note(f"replayed: same job as before (idempotency key {key})")
     status_url = session.api.url_for(answer.location or f"/v1/jobs/{job_id}")
+    if stream:
+        console.note(f"job {job_id} ({status_url})")
+        return stream_and_report(session, job_id, _deadline(timeout))
     if not wait:
         console.show(f"job     {job_id}\nstatus  {answer.document.status}\nurl     {status_url}", answer.body)
         console.note(f"follow it: outlast status {job_id} --wait")
@@ -338,6 +362,26 @@ def wait_and_report(session: Session, followed: Followed, deadline: float | None
         console.note(f"job {job_id} was Canceled")
     console.show(None, followed.body)
     return exit_code_for(status)
+
+
+def stream_and_report(session: Session, job_id: str, deadline: float | None) -> ExitCode:
+    """Print the job's output as it is written, then say how the job ended."""
+    console = session.console
+    try:
+        stream_output(session, job_id, deadline)
+    except (WaitTimeoutError, TimeUpError, KeyboardInterrupt) as stopped:
+        why = "stopped waiting" if isinstance(stopped, KeyboardInterrupt) else "timed out"
+        console.note(
+            f"{why}: job {job_id} goes on without you.\n  resume: outlast output {job_id} --follow\n"
+            f"  cancel: outlast cancel {job_id}"
+        )
+        return ExitCode.STILL_RUNNING
+    document = ended_status(session, job_id)
+    if document.status == "Failed":
+        console.note(f"job {job_id} Failed after {document.attempts} attempt(s): {format_error(document)}")
+    elif document.status == "Canceled":
+        console.note(f"job {job_id} was Canceled (its output so far is above)")
+    return exit_code_for(document.status)
 
 
 # --- status, result, cancel ----------------------------------------------------------------------

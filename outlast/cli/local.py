@@ -97,7 +97,8 @@ def up(
 ) -> int:
     """Start the local stack; it prints `ready: URL` and runs until Ctrl-C."""
     use_checkout("`outlast local up`")
-    from outlast.chaos.spec import ChaosSpec  # noqa: PLC0415 - a repository tool, loaded only when asked for
+    from outlast.chaos.shim import fault_hook  # noqa: PLC0415 - a repository tool, loaded only when asked for
+    from outlast.chaos.spec import ChaosSpec  # noqa: PLC0415
     from outlast.local.stack import STATE_DIR, LocalOptions, LocalStack  # noqa: PLC0415 - the `local` extra
     from outlast.local.stop_signals import StopSignals  # noqa: PLC0415
 
@@ -118,7 +119,7 @@ def up(
             spec = ChaosSpec.load(chaos, STATE_DIR / "chaos" / str(port))
         except (OSError, TypeError, ValueError) as error:
             raise CliError(f"--chaos: {error}") from None
-        options.chaos = spec.prepare()
+        options.fault_hook = fault_hook(spec.prepare())  # local mode's own hook, set to chaos's shim
     # Installed before the start: a Ctrl-C during a long first synth stops the stack once it is up.
     stop = StopSignals().install()
     stack = LocalStack(options)

@@ -28,6 +28,12 @@ RESULT_BODY_ATTRIBUTE = "result"
 EXTRA_INPUT_TOKENS_ATTRIBUTE = "extraInputTokens"
 EXTRA_OUTPUT_TOKENS_ATTRIBUTE = "extraOutputTokens"
 RESULT_USAGE_COUNTED_ATTRIBUTE = "resultUsageCounted"
+# Streaming output (DESIGN.md, "Streaming output"): set only on jobs that stream, so the others
+# pay no byte for them. `usageEstimated` sticks once any counted call was estimated.
+STREAM_ATTRIBUTE = "stream"
+OUTPUT_ATTEMPT_ATTRIBUTE = "outputAttempt"
+RESULT_ATTEMPT_ATTRIBUTE = "resultAttempt"
+USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
 INPUT_SORT_VALUE = "INPUT"
@@ -122,11 +128,15 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         "solo": True if job.solo else None,
         "isolated": True if job.isolated else None,
         RESULT_USAGE_COUNTED_ATTRIBUTE: True if job.result_usage_counted else None,
+        STREAM_ATTRIBUTE: True if job.stream else None,
+        OUTPUT_ATTEMPT_ATTRIBUTE: job.output_attempt or None,
+        RESULT_ATTEMPT_ATTRIBUTE: job.result_attempt,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
     if job.usage is not None:
         values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
+        values[USAGE_ESTIMATED_ATTRIBUTE] = True if job.usage.estimated else None
     if job.extra_usage is not None:
         values[EXTRA_INPUT_TOKENS_ATTRIBUTE] = job.extra_usage.input_tokens
         values[EXTRA_OUTPUT_TOKENS_ATTRIBUTE] = job.extra_usage.output_tokens
@@ -145,7 +155,11 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         else None
     )
     usage = (
-        Usage(input_tokens=values["inputTokens"], output_tokens=values.get("outputTokens", 0))
+        Usage(
+            input_tokens=values["inputTokens"],
+            output_tokens=values.get("outputTokens", 0),
+            estimated=bool(values.get(USAGE_ESTIMATED_ATTRIBUTE, False)),
+        )
         if "inputTokens" in values
         else None
     )
@@ -166,6 +180,7 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "error": error,
         "usage": usage,
         "budget": budget_from_values(values),
+        "stream": bool(values.get(STREAM_ATTRIBUTE, False)),
     }
 
 
@@ -202,6 +217,8 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
             else None
         ),
         result_usage_counted=bool(values.get(RESULT_USAGE_COUNTED_ATTRIBUTE, False)),
+        output_attempt=values.get(OUTPUT_ATTEMPT_ATTRIBUTE, 0),
+        result_attempt=values.get(RESULT_ATTEMPT_ATTRIBUTE),
     )
 
 
@@ -215,6 +232,8 @@ def fits_in_job_item(
     retries, a crash count, a cancel request and progress; a result from the terminal write on,
     when the lease is gone and the usage is known.
     """
+    # Only a streamed call's usage can be an estimate.
+    usage = _LARGEST_USAGE.model_copy(update={"estimated": job.stream})
     if input_body is not None:
         grown = job.model_copy(
             update={
@@ -230,7 +249,8 @@ def fits_in_job_item(
                 "redrive_count": 99,
                 "revision": 99_999,
                 "completed_steps": 9_999,
-                "usage": _LARGEST_USAGE,
+                "usage": usage,
+                "output_attempt": 999 if job.stream else 0,
             }
         )
     else:
@@ -241,8 +261,10 @@ def fits_in_job_item(
                 "result_location": "job",
                 "lease_token": None,
                 "lease_expires_at": None,
-                "usage": _LARGEST_USAGE,
+                "usage": usage,
                 "revision": max(job.revision, 99_999),
+                "output_attempt": 999 if job.stream else 0,
+                "result_attempt": 999 if job.stream else None,
             }
         )
     # The kind of write (`w`) and the sweeper keys the submit writes count too.

@@ -4,9 +4,13 @@ Items (pk, sk):
 - `TICKET#<sha256 of the ticket>`, `TICKET`: tenant, sub, expiresAt (epoch ms), ttl. Taken with one
   conditional DeleteItem (`attribute_exists(pk) AND expiresAt > :now`, ReturnValues ALL_OLD): the
   delete that succeeds is the only connect the ticket allows. TTL removes tickets nobody used.
-- `OWNER#<tenant>#<sub>`, `CONN#<connection id>`: connectedAt (epoch ms), ttl (connectedAt + 2 h).
-  The owner's partition is what the notifier queries, so a post can only go to the owner's own
-  connections; the sort key makes $disconnect and a 410 a single DeleteItem.
+- `OWNER#<tenant>#<sub>`, `CONN#<connection id>`: connectedAt (epoch ms), ttl (connectedAt + 2 h),
+  and `follows`, the set of job ids the connection follows (at most 20). The owner's partition is
+  what the notifier queries, so a post can only go to the owner's own connections; the sort key
+  makes $disconnect and a 410 a single DeleteItem, which hands back the follows to forget.
+- `FOLLOW#<job id>`, `CONN#<connection id>`: tenant, sub, connectedAt, ttl (the connection's): a
+  follow of a job's output (DESIGN.md, "Streaming output"), written by the follow route after the
+  owner check, read by the output pusher with one strongly consistent Query of the job's partition.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from shared import resources as r
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.clock import epoch_seconds
 from shared.job import Caller
-from shared.realtime import Connection, TicketRecord
+from shared.output_ports import ConnectionClosedError, Follow, TooManyFollowsError
+from shared.realtime import CONNECTION_TTL, Connection, TicketRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
 _PK, _SK = r.CONNECTIONS_PARTITION_KEY, r.CONNECTIONS_SORT_KEY
 _TICKET_SORT = "TICKET"
 _CONNECTION_PREFIX = "CONN#"
+_FOLLOWS = "follows"
 # Far more than an owner may hold (10): one page always sees every recorded connection.
 _QUERY_LIMIT = 100
 
@@ -53,6 +59,16 @@ def owner_partition(owner: Caller) -> str:
 def connection_key(owner: Caller, connection_id: str) -> dict[str, Any]:
     """The key of a connection item."""
     return {_PK: {"S": owner_partition(owner)}, _SK: {"S": f"{_CONNECTION_PREFIX}{connection_id}"}}
+
+
+def follow_partition(job_id: str) -> str:
+    """The partition of a job's followers."""
+    return f"FOLLOW#{job_id}"
+
+
+def follow_key(job_id: str, connection_id: str) -> dict[str, Any]:
+    """The key of a follow item."""
+    return {_PK: {"S": follow_partition(job_id)}, _SK: {"S": f"{_CONNECTION_PREFIX}{connection_id}"}}
 
 
 class DynamoConnectionStore:
@@ -137,6 +153,111 @@ class DynamoConnectionStore:
         ]
 
     def remove_connection(self, owner: Caller, connection_id: str) -> None:
-        """One DeleteItem (unconditional: a connection already forgotten is forgotten)."""
+        """One DeleteItem (unconditional: a connection already forgotten is forgotten), then one per
+        job it followed (the deleted item names them)."""
         with storage_errors():
-            self._client.delete_item(TableName=self._table, Key=connection_key(owner, connection_id))
+            response = self._client.delete_item(
+                TableName=self._table, Key=connection_key(owner, connection_id), ReturnValues="ALL_OLD"
+            )
+        for job_id in (response.get("Attributes") or {}).get(_FOLLOWS, {}).get("SS", []):
+            with storage_errors():
+                self._client.delete_item(TableName=self._table, Key=follow_key(job_id, connection_id))
+
+
+class DynamoFollowStore:
+    """Follows of jobs' output in the connections table (injected low-level client)."""
+
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    def add_follow(self, follow: Follow, limit: int) -> None:
+        """The connection's list first (one conditional UpdateItem: the connection exists and
+        follows fewer than `limit` jobs, or this one already), then the follow item."""
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=connection_key(follow.owner, follow.connection_id),
+                    UpdateExpression="ADD #follows :job",
+                    ConditionExpression=(
+                        "attribute_exists(#pk) AND (attribute_not_exists(#follows) "
+                        "OR size(#follows) < :limit OR contains(#follows, :id))"
+                    ),
+                    ExpressionAttributeNames={"#pk": _PK, "#follows": _FOLLOWS},
+                    ExpressionAttributeValues={
+                        ":job": {"SS": [follow.job_id]},
+                        ":id": {"S": follow.job_id},
+                        ":limit": {"N": str(limit)},
+                    },
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+            if not error.response.get("Item"):
+                raise ConnectionClosedError from None
+            raise TooManyFollowsError from None
+        expires_at = follow.connected_at + CONNECTION_TTL
+        with storage_errors():
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    **follow_key(follow.job_id, follow.connection_id),
+                    "connectionId": {"S": follow.connection_id},
+                    "tenant": {"S": follow.owner.tenant},
+                    "sub": {"S": follow.owner.sub},
+                    "connectedAt": {"N": str(_millis(follow.connected_at))},
+                    r.TTL_ATTRIBUTE: {"N": str(epoch_seconds(expires_at))},
+                },
+            )
+
+    def remove_follow(self, owner: Caller, connection_id: str, job_id: str) -> None:
+        """The follow item, then the list entry (only on a recorded connection: an UpdateItem on a
+        missing key would create it)."""
+        self.forget_follower(job_id, connection_id)
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=connection_key(owner, connection_id),
+                    UpdateExpression="DELETE #follows :job",
+                    ConditionExpression="attribute_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": _PK, "#follows": _FOLLOWS},
+                    ExpressionAttributeValues={":job": {"SS": [job_id]}},
+                )
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+
+    def followers(self, job_id: str) -> list[Follow]:
+        """Strongly consistent Queries of the job's follow partition."""
+        found: list[Follow] = []
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :job",
+            "ExpressionAttributeNames": {"#pk": _PK},
+            "ExpressionAttributeValues": {":job": {"S": follow_partition(job_id)}},
+            "ConsistentRead": True,
+        }
+        while True:
+            with storage_errors():
+                response = self._client.query(**arguments)
+            found.extend(
+                Follow(
+                    job_id=job_id,
+                    connection_id=item["connectionId"]["S"],
+                    owner=Caller(tenant=item["tenant"]["S"], sub=item["sub"]["S"]),
+                    connected_at=_instant(item["connectedAt"]["N"]),
+                )
+                for item in response.get("Items", [])
+            )
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return found
+            arguments["ExclusiveStartKey"] = last
+
+    def forget_follower(self, job_id: str, connection_id: str) -> None:
+        """One DeleteItem of the follow item (unconditional)."""
+        with storage_errors():
+            self._client.delete_item(TableName=self._table, Key=follow_key(job_id, connection_id))

@@ -15,8 +15,11 @@ from shared.adapters.dynamo_items import (
     EXTRA_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_OUTPUT_TOKENS_ATTRIBUTE,
     INPUT_BODY_ATTRIBUTE,
+    OUTPUT_ATTEMPT_ATTRIBUTE,
+    RESULT_ATTEMPT_ATTRIBUTE,
     RESULT_BODY_ATTRIBUTE,
     RESULT_USAGE_COUNTED_ATTRIBUTE,
+    USAGE_ESTIMATED_ATTRIBUTE,
     budget_to_values,
     fits_in_job_item,
     idempotency_from_item,
@@ -238,6 +241,12 @@ class DynamoJobRepository:
         """Extend the lease while the holder still has it; the index keys are left alone."""
         return self._conditional_update(job_id, _held(lease), WriteKind.HEARTBEAT)
 
+    def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
+        """A heartbeat with `ADD outputAttempt 1`: one write, no index key, `w` = heartbeat."""
+        update = _held(lease)
+        update.add(OUTPUT_ATTEMPT_ATTRIBUTE, 1)
+        return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
+
     def record_progress(
         self,
         job_id: str,
@@ -414,6 +423,8 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
     elif t.usage is not None:
         # Tokens add up over attempts: a retried call costs again, and the job says so.
         update.add("inputTokens", t.usage.input_tokens).add("outputTokens", t.usage.output_tokens)
+        if t.usage.estimated:
+            update.set(USAGE_ESTIMATED_ATTRIBUTE, True)
     if t.result_usage_counted:
         update.set(RESULT_USAGE_COUNTED_ATTRIBUTE, True)
     optional = {
@@ -421,6 +432,7 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
         "cancelRequestedAt": to_iso(t.cancel_requested_at) if t.cancel_requested_at is not None else None,
         "resultLocation": t.result_location,
         RESULT_BODY_ATTRIBUTE: t.result_body,
+        RESULT_ATTEMPT_ATTRIBUTE: t.result_attempt,
         "inputLocation": t.input_location,
     }
     for attribute, value in optional.items():
@@ -432,6 +444,8 @@ def _set_usage(update: UpdateBuilder, usage: Usage | None, extra_usage: Usage | 
     """A multi-step job's usage, replaced: the checkpoints' sum plus the extra calls' (also kept)."""
     if usage is not None:
         update.set("inputTokens", usage.input_tokens).set("outputTokens", usage.output_tokens)
+        if usage.estimated:  # sticky: a sum that once held an estimate still does
+            update.set(USAGE_ESTIMATED_ATTRIBUTE, True)
     if extra_usage is not None:
         update.set(EXTRA_INPUT_TOKENS_ATTRIBUTE, extra_usage.input_tokens)
         update.set(EXTRA_OUTPUT_TOKENS_ATTRIBUTE, extra_usage.output_tokens)

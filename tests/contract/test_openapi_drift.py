@@ -19,6 +19,7 @@ def test_every_route_of_the_contract_is_documented() -> None:
         "/v1/jobs",
         "/v1/jobs/{job_id}",
         "/v1/jobs/{job_id}/result",
+        "/v1/jobs/{job_id}/output",
         "/v1/jobs/{job_id}/cancellation",
         "/v1/realtime/tickets",
         "/v1/budget",

@@ -39,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from outlast.local.model_server import messages_hash
+from outlast.local.fake_model.requests import messages_hash
 from outlast.operator.dlq import Hold, held_messages, queue_depth
 from outlast.operator.plan import DeadLetter
 from outlast.operator.targets import Target, local_target

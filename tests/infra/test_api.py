@@ -38,13 +38,13 @@ def test_every_route_requires_the_jwt_authorizer(synthesized):
         assert route["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
 
 
-def test_the_seven_routes_exist_and_nothing_else(synthesized):
+def test_the_eight_routes_exist_and_nothing_else(synthesized):
     routes = synthesized.of_api("AWS::ApiGatewayV2::Route", API, HTTP_API)
     keys = {r["Properties"]["RouteKey"] for r in routes.values()}
 
     assert keys == {route.key for route in ROUTES}
-    assert {"POST /v1/realtime/tickets", "GET /v1/budget"} <= keys
-    assert len(ROUTES) == 7
+    assert {"POST /v1/realtime/tickets", "GET /v1/budget", "GET /v1/jobs/{jobId}/output"} <= keys
+    assert len(ROUTES) == 8
 
 
 def test_authorizer_accepts_id_tokens_of_the_api_the_cli_and_the_console_clients(synthesized):

@@ -14,8 +14,10 @@ from infra.names import (
     CONNECTIONS_TABLE,
     IDEMPOTENCY_TABLE,
     JOBS_TABLE,
+    OUTPUT_EVENTS_TABLE,
     REALTIME,
     STORAGE,
+    STREAMING,
     WEBHOOKS,
     WEBHOOKS_TABLE,
 )
@@ -30,6 +32,7 @@ TABLES = [
     (REALTIME, CONNECTIONS_TABLE),
     (BUDGETS, BUDGETS_TABLE),
     (WEBHOOKS, WEBHOOKS_TABLE),
+    (STREAMING, OUTPUT_EVENTS_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

@@ -78,6 +78,7 @@ def test_openai_base_url_is_set_only_when_configured():
         "isolation_queue_arn": "arn:aws:sqs:us-east-1:123456789012:iq",
         "isolation_dlq_url": "id",
         "openai_secret_arn": "s",
+        "output_events_table": "e",
     }
 
     assert "OPENAI_BASE_URL" not in worker_environment(_config(), **names)

@@ -15,6 +15,7 @@ from infra.names import (
     OUTBOX,
     REALTIME,
     STORAGE,
+    STREAMING,
     TICKET_IDENTITY_SOURCE,
     WEBSOCKET_API,
     WEBSOCKET_STAGE,
@@ -45,7 +46,7 @@ def _routes(synthesized) -> dict[str, dict[str, Any]]:
     return {route["Properties"]["RouteKey"]: route for route in routes.values()}
 
 
-def test_the_websocket_api_has_the_three_routes_and_their_functions(synthesized):
+def test_the_websocket_api_has_the_five_routes_and_their_functions(synthesized):
     (api,) = [
         a
         for a in synthesized.of_type("AWS::ApiGatewayV2::Api").values()
@@ -54,7 +55,7 @@ def test_the_websocket_api_has_the_three_routes_and_their_functions(synthesized)
     routes = _routes(synthesized)
 
     assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
-    assert set(routes) == {"$connect", "$disconnect", "$default"}
+    assert set(routes) == {"$connect", "$disconnect", "$default", "follow", "unfollow"}
     assert _integration_target(synthesized, routes["$connect"]) == _function_id(
         synthesized, FunctionName.WS_CONNECTIONS
     )
@@ -64,6 +65,9 @@ def test_the_websocket_api_has_the_three_routes_and_their_functions(synthesized)
     assert _integration_target(synthesized, routes["$default"]) == _function_id(
         synthesized, FunctionName.WS_MESSAGES
     )
+    follow_function = str(synthesized.logical_id(STREAMING, f"{FunctionName.WS_FOLLOW.construct_id}Function"))
+    for follow in ("follow", "unfollow"):
+        assert _integration_target(synthesized, routes[follow]) == follow_function
 
 
 def test_connect_is_behind_the_ticket_authorizer_on_the_ticket_query_parameter(synthesized):
@@ -84,14 +88,17 @@ def test_connect_is_behind_the_ticket_authorizer_on_the_ticket_query_parameter(s
     assert routes["$default"]["Properties"]["AuthorizationType"] == "NONE"
 
 
-def test_default_has_a_route_response_so_the_pong_reaches_the_client(synthesized):
+def test_default_follow_and_unfollow_have_a_route_response_so_their_answer_reaches_the_client(synthesized):
     routes = _routes(synthesized)
-    (response,) = synthesized.of_api("AWS::ApiGatewayV2::RouteResponse", REALTIME, WEBSOCKET_API).values()
-    default_id = next(k for k, v in synthesized.resources.items() if v is routes["$default"])
+    responses = synthesized.of_api("AWS::ApiGatewayV2::RouteResponse", REALTIME, WEBSOCKET_API).values()
+    route_ids = {key: next(k for k, v in synthesized.resources.items() if v is routes[key]) for key in routes}
 
-    assert response["Properties"]["RouteId"] == {"Ref": default_id}
-    assert response["Properties"]["RouteResponseKey"] == "$default"
-    assert routes["$default"]["Properties"]["RouteResponseSelectionExpression"] == "$default"
+    answered = {response["Properties"]["RouteId"]["Ref"] for response in responses}
+    assert answered == {route_ids[key] for key in ("$default", "follow", "unfollow")}
+    for response in responses:
+        assert response["Properties"]["RouteResponseKey"] == "$default"
+    for key in ("$default", "follow", "unfollow"):
+        assert routes[key]["Properties"]["RouteResponseSelectionExpression"] == "$default"
 
 
 def test_the_stage_logs_json_without_the_query_string_and_throttles(synthesized):

@@ -21,6 +21,7 @@ from infra.names import (
     REALTIME,
     ROLE_SUFFIX,
     STORAGE,
+    STREAMING,
     SWEEPER,
     WEBHOOKS,
     WORKER,
@@ -45,6 +46,8 @@ HOME = {
     FunctionName.NOTIFIER: REALTIME,
     FunctionName.WEBHOOK_SENDER: WEBHOOKS,
     FunctionName.BUDGET: BUDGETS,
+    FunctionName.WS_FOLLOW: STREAMING,
+    FunctionName.OUTPUT_PUSHER: STREAMING,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -86,6 +89,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_CURSOR_SECRET,
         r.ENV_BUDGETS_TABLE,
+        r.ENV_OUTPUT_EVENTS_TABLE,
         "POLL_AFTER_SECONDS",
         "INPUT_RETENTION_HOURS",
     },
@@ -99,6 +103,9 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_ISOLATION_QUEUE_ARN,
         r.ENV_ISOLATION_DLQ_URL,
         r.ENV_OPENAI_SECRET,
+        r.ENV_OUTPUT_EVENTS_TABLE,
+        "STREAM_FLUSH_BYTES",
+        "STREAM_FLUSH_MS",
         "MAX_ATTEMPTS",
         "LEASE_SECONDS",
         "HEARTBEAT_SECONDS",
@@ -142,6 +149,13 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_WEBHOOK_LOCAL_EGRESS,
     },
     FunctionName.BUDGET: {r.ENV_BUDGETS_TABLE, "DEFAULT_MONTHLY_TOKENS"},
+    FunctionName.WS_FOLLOW: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_OUTPUT_EVENTS_TABLE,
+        r.ENV_CONNECTIONS_TABLE,
+        r.ENV_CONNECTIONS_ENDPOINT,
+    },
+    FunctionName.OUTPUT_PUSHER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
@@ -156,6 +170,7 @@ TRACED = {
     FunctionName.SWEEPER,
     FunctionName.NOTIFIER,
     FunctionName.WEBHOOK_SENDER,
+    FunctionName.OUTPUT_PUSHER,
 }
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
@@ -426,7 +441,7 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 8  # jobs, isolation and webhooks with their DLQs, two failure queues
+    assert len(queues) == 9  # jobs, isolation and webhooks with their DLQs, three failure queues
     assert protected == set(queues)
     for queue in queues.values():
         assert (

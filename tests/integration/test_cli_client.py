@@ -63,8 +63,11 @@ BUDGET = {
 }
 
 
-def status_document(job_id: str, status: str, attempts: int = 1, revision: int = 1) -> dict[str, Any]:
+def status_document(
+    job_id: str, status: str, attempts: int = 1, revision: int = 1, *, stream: bool = False
+) -> dict[str, Any]:
     return {
+        "stream": stream,
         "jobId": job_id,
         "status": status,
         "operation": "summarize",
@@ -115,14 +118,25 @@ class FakeJob:
     script: list[str]
     position: int = 0
     output: Any = OUTPUT  # an extract job's is a JSON object
+    stream: bool = False
 
     def state(self) -> str:
         return self.script[self.position]
 
     def read(self) -> dict[str, Any]:
-        document = status_document(self.job_id, self.state(), revision=self.position + 1)
+        document = status_document(self.job_id, self.state(), revision=self.position + 1, stream=self.stream)
         self.position = min(self.position + 1, len(self.script) - 1)
         return document
+
+    def events(self) -> list[dict[str, Any]]:
+        """Attempt 1 streams OUTPUT word by word; a job that ended without succeeding, half of it."""
+        words = [word if n == 0 else " " + word for n, word in enumerate(OUTPUT.split(" "))]
+        if self.state() in {"Failed", "Canceled", "CancellationRequested"}:
+            words = words[: len(words) // 2]
+        return [
+            {"jobId": self.job_id, "attempt": 1, "seq": seq, "text": word}
+            for seq, word in enumerate(words, start=1)
+        ]
 
 
 @dataclass
@@ -175,7 +189,28 @@ class FakeApi:
         if len(parts) == 3:
             retry = {} if job.state() in TERMINAL_STATUSES else {"Retry-After": "1"}
             return 200, retry, job.read()
-        return self._result(job) if parts[3] == "result" else self._cancel(job)
+        reads = {"output": lambda: self._output(job, request), "result": lambda: self._result(job)}
+        return reads.get(parts[3], lambda: self._cancel(job))()
+
+    def _output(self, job: FakeJob, request: Seen) -> tuple[int, dict[str, str], Any]:
+        """Every read moves the job on, like a status read; the events after the cursor, a page of 2."""
+        job.read()
+        attempt, _, seq = request.query.get("after", "0.0").partition(".")
+        after = (int(attempt), int(seq))
+        events = [e for e in job.events() if (e["attempt"], e["seq"]) > after]
+        page, more = events[:2], len(events) > 2  # small pages, so paging is exercised
+        complete = job.state() in TERMINAL_STATUSES and not more
+        last = (page[-1]["attempt"], page[-1]["seq"]) if page else after
+        return (
+            200,
+            {},
+            {
+                "events": page,
+                "nextCursor": None if complete else f"{last[0]}.{last[1]}",
+                "complete": complete,
+                "resultAttempt": 1 if complete and job.state() == "Succeeded" else None,
+            },
+        )
 
     def _submit(self, request: Seen) -> tuple[int, dict[str, str], Any] | None:
         if self.drop_posts:
@@ -197,6 +232,7 @@ class FakeApi:
             job_id = self.add_job(*script)
             if request.body["operation"] == "extract":
                 self.jobs[job_id].output = EXTRACTED
+            self.jobs[job_id].stream = bool((request.body.get("options") or {}).get("stream"))
             self.keys[key] = (job_id, request.body)
         headers["Location"] = f"/v1/jobs/{job_id}"
         return 202, headers, self.jobs[job_id].read()
@@ -801,3 +837,67 @@ def test_a_budget_refusal_shows_the_problem_and_makes_no_job(api, capsys):
     assert "budget_exceeded" in err
     assert detail in err
     assert len(api.seen("POST")) == 1  # a 403 is not retried
+
+
+# --- streaming output ----------------------------------------------------------------------------
+
+
+def test_submit_stream_asks_for_it_and_prints_the_text_as_it_is_written(api, capsys, fake_time):
+    code, out, err = run("submit", "summarize", "--text", "hello", "--stream")
+
+    assert code == ExitCode.OK, err
+    [post] = api.seen("POST")
+    assert post.body["options"] == {"stream": True}
+    assert out == OUTPUT + "\n"
+    # Read in pages after the last event seen (the fake has no live updates: it polled)
+    cursors = [r.query.get("after") for r in api.seen("GET") if r.path.endswith("/output")]
+    assert cursors == ["0.0", "1.2"]
+
+
+def test_submit_stream_of_a_failed_job_prints_what_was_written_and_exits_1(api, capsys, fake_time):
+    code, out, err = run("submit", "summarize", "--text", "fail", "--stream")
+
+    assert code == ExitCode.FAILED
+    assert out == "A\n"
+    assert "Failed" in err
+
+
+def test_output_prints_the_text_as_far_as_it_is_written(api, capsys):
+    job_id = api.add_job("Pending", "Running", "Succeeded")
+    api.jobs[job_id].stream = True
+    api.jobs[job_id].position = 2
+
+    code, out, _ = run("output", job_id)
+
+    assert code == ExitCode.OK
+    assert out == OUTPUT + "\n"
+
+
+def test_output_json_prints_each_event_once_as_a_json_line(api, capsys):
+    job_id = api.add_job("Succeeded")
+    api.jobs[job_id].stream = True
+
+    code, out, _ = run("output", job_id, "--json")
+
+    assert code == ExitCode.OK
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(e["seq"], e["text"]) for e in lines] == [(1, "A"), (2, " short"), (3, " summary.")]
+
+
+def test_output_of_a_job_that_does_not_stream_says_where_its_result_is(api, capsys):
+    job_id = api.add_job("Succeeded")
+
+    code, _, err = run("output", job_id)
+
+    assert code == ExitCode.ERROR
+    assert f"outlast result {job_id}" in err
+
+
+def test_output_follow_of_a_canceled_job_prints_what_was_written_and_exits_3(api, capsys, fake_time):
+    job_id = api.add_job("Pending", "Running", "Canceled")
+    api.jobs[job_id].stream = True
+
+    code, out, _ = run("output", job_id, "--follow")
+
+    assert code == ExitCode.CANCELED
+    assert out == "A\n"

@@ -134,6 +134,20 @@ def _cancel_ended(api: FakeApi) -> tuple[int, str, str]:
     return run("cancel", job_id)  # 409: it already ended
 
 
+def _streaming(api: FakeApi, *script: str) -> str:
+    job_id = api.add_job(*script)
+    api.jobs[job_id].stream = True
+    return job_id
+
+
+reaches("output", ExitCode.OK)(lambda api: run("output", _streaming(api, "Succeeded")))
+reaches("output", ExitCode.FAILED)(
+    lambda api, fake_time: run("output", _streaming(api, "Running", "Failed"), "--follow")
+)
+reaches("output", ExitCode.ERROR)(lambda api: run("output", api.add_job("Succeeded")))  # does not stream
+reaches("output", ExitCode.CANCELED)(
+    lambda api, fake_time: run("output", _streaming(api, "Running", "Canceled"), "--follow")
+)
 reaches("list", ExitCode.OK)(lambda api: run("list"))
 reaches("list", ExitCode.ERROR)(lambda: run("list"))
 reaches("budget", ExitCode.OK)(lambda api: run("budget"))

@@ -19,7 +19,8 @@ from typing import Any
 import openai
 import pytest
 
-from outlast.local.model_server import MAX_BODY_BYTES, ModelServer, messages_hash
+from outlast.local.fake_model.requests import messages_hash
+from outlast.local.model_server import MAX_BODY_BYTES, ModelServer
 from shared.contract import Operation
 from shared.plan_parameters import PlanParameters
 from shared.planner import StepPlan, final_output, plan_job, step_messages
@@ -52,7 +53,12 @@ def ask(client: openai.OpenAI, chat: list[dict[str, str]], **options: Any) -> st
 
 
 def control(server: ModelServer, method: str, path: str) -> Any:
-    """Call one of the test-only endpoints (/_calls, /_faults/reset, /_calls/reset)."""
+    """Call one of the test-only endpoints (/_calls, /_tally, /_faults/reset, /_calls/reset).
+
+    A read waits for every call to end first: a call is logged just after its answer is sent, so a
+    client that has its answer can otherwise read the log before its own call is in it."""
+    if method == "GET":
+        wait_until_idle(server)
     connection = connect(server)
     try:
         connection.request(method, path, body=b"" if method == "POST" else None)

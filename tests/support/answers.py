@@ -34,6 +34,7 @@ STATUS_DOCUMENT_FIELDS = {
     "error",
     "usage",
     "reservedTokens",
+    "stream",
 }
 STATUSES = {"Pending", "Running", "Succeeded", "Failed", "CancellationRequested", "Canceled"}
 TERMINAL_STATUSES = {"Succeeded", "Failed", "Canceled"}

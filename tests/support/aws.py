@@ -23,6 +23,7 @@ class TestResources:
     bucket: str
     cursor_secret_arn: str
     budgets_table: str
+    output_events_table: str
 
     def environment(self) -> dict[str, str]:
         """The environment the CDK app gives the API functions, for these resources."""
@@ -32,6 +33,7 @@ class TestResources:
             r.ENV_PAYLOAD_BUCKET: self.bucket,
             r.ENV_CURSOR_SECRET: self.cursor_secret_arn,
             r.ENV_BUDGETS_TABLE: self.budgets_table,
+            r.ENV_OUTPUT_EVENTS_TABLE: self.output_events_table,
         }
 
 
@@ -101,6 +103,23 @@ def budgets_table_definition(name: str) -> dict[str, Any]:
     }
 
 
+def output_events_table_definition(name: str) -> dict[str, Any]:
+    """The output events table as the OutputStreaming construct defines it: its stream feeds the pusher."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": r.OUTPUT_EVENTS_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": r.OUTPUT_EVENTS_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": r.OUTPUT_EVENTS_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": r.OUTPUT_EVENTS_SORT_KEY, "AttributeType": "S"},
+        ],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    }
+
+
 def create_resources(endpoint: str) -> TestResources:
     """Fresh tables, bucket and cursor secret with unique names, so tests never share state."""
     suffix = secrets.token_hex(4)
@@ -110,6 +129,7 @@ def create_resources(endpoint: str) -> TestResources:
         bucket=f"payloads-{suffix}",
         cursor_secret_arn="",
         budgets_table=f"budgets-{suffix}",
+        output_events_table=f"output-events-{suffix}",
     )
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
     dynamodb.create_table(**jobs_table_definition(names.jobs_table))
@@ -120,6 +140,7 @@ def create_resources(endpoint: str) -> TestResources:
         AttributeDefinitions=[{"AttributeName": r.IDEMPOTENCY_PARTITION_KEY, "AttributeType": "S"}],
     )
     dynamodb.create_table(**budgets_table_definition(names.budgets_table))
+    dynamodb.create_table(**output_events_table_definition(names.output_events_table))
     boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=names.bucket)
     secret = boto3.client("secretsmanager", endpoint_url=endpoint, region_name=REGION).create_secret(
         Name=f"cursor-{suffix}", SecretString=secrets.token_urlsafe(32)
@@ -130,6 +151,7 @@ def create_resources(endpoint: str) -> TestResources:
         bucket=names.bucket,
         cursor_secret_arn=secret["ARN"],
         budgets_table=names.budgets_table,
+        output_events_table=names.output_events_table,
     )
 
 

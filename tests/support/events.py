@@ -5,13 +5,16 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
 from shared import resources as r
 from shared.adapters.dynamo_items import job_to_item
+from shared.adapters.dynamodb_output import event_item
 from shared.job import JobRecord
+from shared.output import OutputEvent
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 _MISSING = object()
@@ -81,7 +84,9 @@ def submit_event(body: Any, key: str | None = "key-1", **overrides: Any) -> dict
 
 def job_event(name: str, job_id: str, **overrides: Any) -> dict[str, Any]:
     """A status/result/cancel request for a job id."""
-    suffix = {"get_status": "", "get_result": "/result", "cancel": "/cancellation"}[name]
+    suffix = {"get_status": "", "get_result": "/result", "get_output": "/output", "cancel": "/cancellation"}[
+        name
+    ]
     return api_event(name, path=f"/v1/jobs/{job_id}{suffix}", **overrides)
 
 
@@ -101,6 +106,27 @@ def job_stream_record(
         "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/jobs/stream/2030-01-01T00:00:00.000",
         "dynamodb": {
             "Keys": {r.PARTITION_KEY: image[r.PARTITION_KEY], r.SORT_KEY: image[r.SORT_KEY]},
+            "NewImage": image,
+            "SequenceNumber": f"{sequence:021d}",
+            "SizeBytes": 100,
+            "StreamViewType": "NEW_IMAGE",
+        },
+    }
+
+
+def output_event_record(event: OutputEvent, sequence: int, event_name: str = "INSERT") -> dict[str, Any]:
+    """An output events table stream record, as Lambda hands it to the output pusher."""
+    image = event_item(event, datetime(2030, 1, 16, tzinfo=UTC))
+    keys = {r.OUTPUT_EVENTS_PARTITION_KEY, r.OUTPUT_EVENTS_SORT_KEY}
+    return {
+        "eventID": f"o{sequence}",
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/events/stream/2030-01-01T00:00:00",
+        "dynamodb": {
+            "Keys": {key: value for key, value in image.items() if key in keys},
             "NewImage": image,
             "SequenceNumber": f"{sequence:021d}",
             "SizeBytes": 100,

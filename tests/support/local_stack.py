@@ -24,8 +24,8 @@ from joserfc.jwk import RSAKey
 from moto.utilities.utils import load_resource
 
 from outlast.local.access import issue_token, local_client
+from outlast.local.fake_model.requests import messages_hash
 from outlast.local.iam.denials import Denial, DenialLog
-from outlast.local.model_server import messages_hash
 from outlast.local.process import free_port, interrupt, start_until_ready
 from outlast.local.stack import read_state
 from outlast.local.synth import STACK_TEMPLATE
@@ -419,8 +419,9 @@ def assert_status_document(document: dict[str, Any], job_id: str | None = None) 
         assert document["error"] is None, document
     usage = document["usage"]
     assert usage is None or (
-        set(usage) == {"inputTokens", "outputTokens"}
-        and all(isinstance(v, int) and v >= 0 for v in usage.values())
+        set(usage) == {"inputTokens", "outputTokens", "estimated"}
+        and all(isinstance(usage[k], int) and usage[k] >= 0 for k in ("inputTokens", "outputTokens"))
+        and isinstance(usage["estimated"], bool)
     ), usage
     text = json.dumps(document)
     assert not [leak for leak in LEAKS if leak in text], text

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore
+from tests.support.worker_world import World
 
 UNIT_DIR = Path(__file__).resolve().parent
 NETWORK_BLOCKED = "unit tests must not open network connections; use the fakes in tests/fakes.py"
@@ -46,3 +48,22 @@ def repository() -> InMemoryJobRepository:
 @pytest.fixture
 def payloads() -> InMemoryPayloadStore:
     return InMemoryPayloadStore()
+
+
+@pytest.fixture
+def make_world() -> Iterator[Callable[..., World]]:
+    """Worlds with whichever fakes a test swaps in; their thread pools close after the test."""
+    made: list[World] = []
+
+    def make(**fakes: Any) -> World:
+        made.append(World(**fakes))
+        return made[-1]
+
+    yield make
+    for world in made:
+        world.close()
+
+
+@pytest.fixture
+def world(make_world: Callable[..., World]) -> World:
+    return make_world()

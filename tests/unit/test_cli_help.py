@@ -50,6 +50,7 @@ def test_the_top_level_help_reads_like_ghs():
         "submit",
         "status",
         "result",
+        "output",
         "cancel",
         "list",
         "watch",

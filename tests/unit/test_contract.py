@@ -298,3 +298,34 @@ def test_the_budget_document_on_the_wire() -> None:
         "remainingTokens": None,
         "resetsAt": "2030-02-01T00:00:00.000Z",
     }
+
+
+class TestStream:
+    @pytest.mark.parametrize("operation", ["summarize", "analyze"])
+    def test_summarize_and_analyze_may_stream(self, operation: str) -> None:
+        # When
+        request = parse({"operation": operation, "input": {"text": "x"}, "options": {"stream": True}})
+
+        # Then
+        assert request.stream is True
+
+    def test_classify_may_not_stream(self) -> None:
+        body = classify(["spam", "ham"])
+        body["options"]["stream"] = True
+
+        assert errors_of(body) == [((), "stream_not_supported")]
+
+    def test_classify_may_say_it_does_not_stream(self) -> None:
+        body = classify(["spam", "ham"])
+        body["options"]["stream"] = False
+
+        assert parse(body).stream is False
+
+    def test_without_the_option_a_job_does_not_stream(self) -> None:
+        assert parse(summarize()).stream is False
+
+    @pytest.mark.parametrize("value", ["true", 1, None])
+    def test_stream_is_a_json_boolean(self, value: Any) -> None:
+        errors = errors_of(summarize(stream=value))
+
+        assert [where for where, _ in errors] in ([("options", "stream")], [("options",)])

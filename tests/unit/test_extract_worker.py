@@ -24,7 +24,7 @@ from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.ports import Completion, CompletionRequest, ResponseSchema
 from tests.fakes import job_record
-from tests.unit.test_worker_service import USAGE, World, handed_back, make_world  # noqa: F401 - a fixture
+from tests.support.worker_world import USAGE, World, handed_back
 
 INVOICE: dict[str, Any] = {
     "type": "object",
@@ -63,7 +63,7 @@ class ScriptedModel:
 
 
 @pytest.fixture
-def extract_world(make_world: Callable[..., World]) -> Callable[..., World]:  # noqa: F811 - the fixture
+def extract_world(make_world: Callable[..., World]) -> Callable[..., World]:
     def make(model: ScriptedModel, **settings: str) -> World:
         return make_world(provider=model, **{"PROVIDER_TIMEOUT_SECONDS": "10", **settings})
 

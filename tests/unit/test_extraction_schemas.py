@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from outlast.local.schema_instance import schema_instance
+from outlast.local.fake_model.schema_instance import schema_instance
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.extraction.answers import AnswerVerdict, check_answer
 from shared.extraction.nullable import nullable_variant

@@ -153,6 +153,46 @@ class TestFingerprint:
         # Then neither options nor any server-side default (model, prompt version) is fingerprinted
         assert request.client_fields() == {"operation": "summarize", "input": {"text": "x"}}
 
+    @pytest.mark.parametrize(
+        "spelled",
+        [
+            '{"operation": "summarize", "input": {"text": "x"}, "options": {"stream": false}}',
+            '{"operation": "summarize", "input": {"text": "x"}}',
+        ],
+        ids=["stream false", "no options"],
+    )
+    def test_a_new_option_at_its_default_is_not_fingerprinted(self, spelled: str) -> None:
+        # Given the same request with the new option spelled out at its default, and left out
+        plain = parse('{"operation": "summarize", "input": {"text": "x"}}')
+
+        # Then both replay each other
+        assert fingerprint(parse(spelled).client_fields()) == fingerprint(plain.client_fields())
+
+    def test_a_new_option_at_its_default_leaves_the_other_options_fingerprinted(self) -> None:
+        request = parse(
+            '{"operation":"summarize","input":{"text":"x"},"options":{"stream":false,"model":"m"}}'
+        )
+
+        assert request.client_fields() == {
+            "operation": "summarize",
+            "input": {"text": "x"},
+            "options": {"model": "m"},
+        }
+
+    def test_an_empty_options_object_is_still_what_was_sent(self) -> None:
+        # Options that were empty before this rule keep their fingerprint: a retry across the deploy replays.
+        assert parse('{"operation":"summarize","input":{"text":"x"},"options":{}}').client_fields() == {
+            "operation": "summarize",
+            "input": {"text": "x"},
+            "options": {},
+        }
+
+    def test_streaming_is_part_of_the_fingerprint(self) -> None:
+        streamed = parse('{"operation":"summarize","input":{"text":"x"},"options":{"stream":true}}')
+        plain = parse('{"operation":"summarize","input":{"text":"x"}}')
+
+        assert fingerprint(streamed.client_fields()) != fingerprint(plain.client_fields())
+
     def test_key_order_does_not_change_the_fingerprint(self) -> None:
         one = parse('{"operation":"classify","input":{"text":"x"},"options":{"labels":["a"],"model":"m"}}')
         other = parse('{"options":{"model":"m","labels":["a"]},"input":{"text":"x"},"operation":"classify"}')

@@ -1,7 +1,8 @@
 """No import cycles in outlast/: every import statement (lazy ones inside functions too) draws an
 edge between its modules, and the graph must have no strongly connected component but single
 modules. A cycle (jobs.py importing watch.py, which imported jobs.py back) means support code
-that belongs in a module of its own."""
+that belongs in a module of its own. The same graph holds local mode away from the repository's
+tools, which the wheel leaves out: an installed local mode that imported one would not start."""
 
 from __future__ import annotations
 
@@ -47,6 +48,21 @@ def _imported(module: str, path: Path, known: set[str]) -> Iterator[str]:
         yield from (name for name in names if name in known and name != module)
 
 
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {module: set(_imported(module, path, known)) for module, path in modules.items()}
+
+
+def _reachable(graph: dict[str, set[str]], start: set[str]) -> set[str]:
+    seen, pending = set(start), list(start)
+    while pending:
+        for target in graph[pending.pop()] - seen:
+            seen.add(target)
+            pending.append(target)
+    return seen
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:  # noqa: C901 - Tarjan's, as written
     """Tarjan's strongly connected components with more than one module."""
     index: dict[str, int] = {}
@@ -83,11 +99,16 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:  # noqa: C901 - Tarj
 
 
 def test_outlast_has_no_import_cycles():
-    modules = _modules()
-    known = set(modules)
-    graph = {module: set(_imported(module, path, known)) for module, path in modules.items()}
+    assert _cycles(_graph()) == []
 
-    assert _cycles(graph) == []
+
+def test_local_mode_imports_none_of_the_repository_tools():
+    graph = _graph()
+    local = {module for module in graph if module.startswith("outlast.local")}
+
+    reached = _reachable(graph, local)
+
+    assert {m for m in reached if m.startswith(("outlast.chaos", "outlast.bench", "outlast.fuzz"))} == set()
 
 
 def test_the_check_finds_a_cycle():

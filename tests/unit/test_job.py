@@ -86,6 +86,7 @@ def test_a_fresh_job_on_the_wire() -> None:
         "error": None,
         "usage": None,
         "reservedTokens": None,
+        "stream": False,
     }
 
 
@@ -124,7 +125,7 @@ def test_error_and_usage_are_shown_when_present() -> None:
     wire = job.status_document().to_wire()
 
     assert wire["error"] == {"code": "content_policy", "message": "The provider refused the input."}
-    assert wire["usage"] == {"inputTokens": 12, "outputTokens": 0}
+    assert wire["usage"] == {"inputTokens": 12, "outputTokens": 0, "estimated": False}
 
 
 @pytest.mark.parametrize(

@@ -17,13 +17,13 @@ from functions.tickets.settings import TicketsSettings
 from functions.ws_authorizer.dependencies import AuthorizerDependencies
 from functions.ws_authorizer.service import ConnectRequest, authorize
 from functions.ws_connections.dependencies import ConnectionsDependencies
-from functions.ws_connections.service import RouteEvent, handle
+from functions.ws_connections.service import handle
 from shared import resources as r
 from shared.adapters.job_stream import job_change
 from shared.errors import StorageUnavailableError
 from shared.job import Caller, JobRecord
 from shared.lifecycle import JobStatus
-from shared.realtime import CONNECT_GRACE, Connection, ticket_hash
+from shared.realtime import CONNECT_GRACE, Connection, RouteEvent, ticket_hash
 from shared.realtime_ports import PostOutcome
 from shared.webhooks.deliveries import DeliveryEnqueuer
 from tests.budget_fakes import InMemoryBudgetLedger

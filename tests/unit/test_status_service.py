@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from functions.status.dependencies import StatusDependencies
-from functions.status.service import cancel_job, get_job, get_result, list_jobs
+from functions.status.service import cancel_job, get_job, get_output, get_result, list_jobs
 from functions.status.settings import StatusSettings
 from functions.submit.dependencies import SubmitDependencies
 from functions.submit.service import submit_job
@@ -25,9 +25,11 @@ from shared.errors import (
 )
 from shared.job import Caller, JobError, JobInput, JobRecord, JobResult, Usage
 from shared.lifecycle import JobStatus
+from shared.output import START, OutputCursor, OutputEvent
 from shared.ports import Lease, Transition, TransitionConflictError
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+from tests.output_fakes import InMemoryOutputEventStore
 
 ALICE = Caller(tenant="acme", sub="alice")
 BOB = Caller(tenant="acme", sub="bob")
@@ -44,6 +46,7 @@ def status_settings() -> StatusSettings:
             r.ENV_PAYLOAD_BUCKET: "payloads",
             r.ENV_CURSOR_SECRET: "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor",
             r.ENV_BUDGETS_TABLE: "budgets",
+            r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
         }
     )
 
@@ -58,6 +61,7 @@ def deps_with(
         clock=clock,
         cursor_codec=lambda: CursorCodec(SECRET),
         budgets=InMemoryBudgetLedger(),
+        events=InMemoryOutputEventStore(),
     )
 
 
@@ -178,7 +182,7 @@ class TestGetResult:
             "operation": "summarize",
             "output": "A summary.",
             "outputFormat": "text",
-            "usage": {"inputTokens": 120, "outputTokens": 30},
+            "usage": {"inputTokens": 120, "outputTokens": 30, "estimated": False},
         }
 
     @pytest.mark.parametrize(
@@ -212,6 +216,79 @@ class TestGetResult:
 
         with pytest.raises(StorageUnavailableError):
             get_result(deps, ALICE, job.job_id)
+
+
+class TestGetOutput:
+    @staticmethod
+    def events(
+        deps: StatusDependencies, job: JobRecord, attempt: int, texts: list[str], clock: FakeClock
+    ) -> None:
+        for seq, text in enumerate(texts, start=1):
+            deps.events.put_event(
+                OutputEvent(job_id=job.job_id, attempt=attempt, seq=seq, text=text),
+                clock.now() + timedelta(hours=24),
+            )
+
+    def test_the_owner_reads_the_events_in_order_with_a_cursor_to_go_on(
+        self, deps: StatusDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        # Given a running streaming job with three events written
+        job = stored(repository, clock, stream=True, status=JobStatus.RUNNING)
+        self.events(deps, job, 1, ["Once ", "upon ", "a time"], clock)
+
+        # When the owner reads two, then the rest
+        first = get_output(deps, ALICE, job.job_id, START, limit=2)
+        rest = get_output(deps, ALICE, job.job_id, OutputCursor.parse(first.next_cursor or ""), limit=2)
+
+        # Then
+        assert [e.text for e in first.events] == ["Once ", "upon "]
+        assert first.next_cursor == "1.2"
+        assert first.complete is False
+        assert [e.text for e in rest.events] == ["a time"]
+        assert rest.next_cursor == "1.3"
+        assert rest.complete is False  # still running: more may come
+
+    def test_an_ended_job_s_last_page_is_complete_and_names_the_result_attempt(
+        self, deps: StatusDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        job = stored(repository, clock, stream=True, status=JobStatus.SUCCEEDED, result_attempt=2)
+        self.events(deps, job, 1, ["cut"], clock)
+        self.events(deps, job, 2, ["whole ", "text"], clock)
+
+        page = get_output(deps, ALICE, job.job_id, START, limit=100)
+
+        assert [(e.attempt, e.seq) for e in page.events] == [(1, 1), (2, 1), (2, 2)]
+        assert page.complete is True
+        assert page.next_cursor is None
+        assert page.result_attempt == 2
+
+    def test_a_full_page_of_an_ended_job_is_not_complete_while_more_are_left(
+        self, deps: StatusDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        job = stored(repository, clock, stream=True, status=JobStatus.CANCELED)
+        self.events(deps, job, 1, ["a", "b"], clock)
+
+        assert get_output(deps, ALICE, job.job_id, START, limit=1).complete is False
+        assert get_output(deps, ALICE, job.job_id, START, limit=2).complete is True
+
+    def test_someone_elses_output_is_not_found(
+        self, deps: StatusDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        job = stored(repository, clock, stream=True)
+        self.events(deps, job, 1, ["secret"], clock)
+
+        with pytest.raises(JobNotFoundError):
+            get_output(deps, BOB, job.job_id, START, limit=10)
+
+    def test_a_job_that_does_not_stream_has_no_events(
+        self, deps: StatusDependencies, repository: InMemoryJobRepository, clock: FakeClock
+    ) -> None:
+        job = stored(repository, clock, status=JobStatus.SUCCEEDED)
+
+        page = get_output(deps, ALICE, job.job_id, START, limit=10)
+
+        assert page.events == []
+        assert page.complete is True
 
 
 class TestCancel:

@@ -23,6 +23,7 @@ SETTINGS = WorkerSettings.model_validate(
         r.ENV_ISOLATION_QUEUE_ARN: "arn:aws:sqs:us-east-1:123456789012:isolation",
         r.ENV_ISOLATION_DLQ_URL: "https://sqs.example/isolation-dlq",
         r.ENV_OPENAI_SECRET: "secret",
+        r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
     }
 )
 

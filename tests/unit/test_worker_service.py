@@ -3,22 +3,14 @@ are never paid for twice, and claims tell their refusals apart without a read fi
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from functions.worker.dependencies import WorkerDependencies
-from functions.worker.service import JobWorker, RetryLater
-from functions.worker.settings import WorkerSettings
-from shared import resources as r
-from shared.adapters.json_schema import JsonSchemaValidator
-from shared.adapters.sqs_queue import encode_message
+from functions.worker.service import RetryLater
 from shared.contract import Operation
 from shared.errors import StorageUnavailableError, TerminalProviderError
 from shared.job import BlobLocation, JobInput, JobRecord, JobResult, Usage
@@ -27,147 +19,16 @@ from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Lease, Transition
 from shared.prompts import template_for
-from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
-
-USAGE = Usage(input_tokens=40, output_tokens=7)
-TRACE = "trace-1"
-
-
-class RecordingQueue:
-    """One lane's queue: messages sent (with their delays) and parked, in memory."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[JobMessage, int]] = []
-        self.parked: list[tuple[str, str | None]] = []
-
-    def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
-        self.sent.append((message, delay_seconds))
-
-    def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
-        raise AssertionError("the worker never sends batches")
-
-    def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
-        self.parked.append((reason, job_id))
-
-
-class CountingProvider:
-    """A model that answers at once (or when released), counting its calls."""
-
-    def __init__(self, text: str = "The summary.", gate: threading.Event | None = None) -> None:
-        self.text = text
-        self.gate = gate
-        self.calls: list[CompletionRequest] = []
-
-    def complete(self, request: CompletionRequest) -> Completion:
-        self.calls.append(request)
-        if self.gate is not None:
-            self.gate.wait(timeout=10)
-        return Completion(text=self.text, usage=USAGE)
-
-
-class World:
-    """A worker wired to fakes, with one Pending job and its input."""
-
-    def __init__(
-        self,
-        repository: InMemoryJobRepository | None = None,
-        payloads: InMemoryPayloadStore | None = None,
-        provider: Any = None,
-        **settings: str,
-    ) -> None:
-        self.clock = FakeClock()
-        self.repository = repository or InMemoryJobRepository()
-        self.payloads = payloads or InMemoryPayloadStore()
-        self.steps = InMemoryStepStore()
-        self.provider = provider or CountingProvider()
-        self.queues = {Lane.SHARED: RecordingQueue(), Lane.ISOLATION: RecordingQueue()}
-        self.settings = WorkerSettings.model_validate(
-            {
-                r.ENV_JOBS_TABLE: "jobs",
-                r.ENV_PAYLOAD_BUCKET: "payloads",
-                r.ENV_JOBS_QUEUE_URL: "https://jobs",
-                r.ENV_DLQ_URL: "https://dlq",
-                r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
-                r.ENV_ISOLATION_QUEUE_ARN: "arn:aws:sqs:us-east-1:123456789012:isolation",
-                r.ENV_ISOLATION_DLQ_URL: "https://isolation-dlq",
-                r.ENV_OPENAI_SECRET: "secret",
-                "HEARTBEAT_SECONDS": "0.05",
-                **settings,
-            }
-        )
-        self.executors = [ThreadPoolExecutor(4), ThreadPoolExecutor(4)]
-
-    def deps(self) -> WorkerDependencies:
-        return WorkerDependencies(
-            settings=self.settings,
-            repository=self.repository,
-            payloads=self.payloads,
-            steps=self.steps,
-            queues=self.queues,
-            clock=self.clock,
-            provider=self.build_provider,
-            validator=JsonSchemaValidator(),
-            executor=self.executors[0],
-            model_executor=self.executors[1],
-            random=lambda: 0.5,
-        )
-
-    def build_provider(self) -> Any:
-        return self.provider
-
-    def job(self, **overrides: Any) -> JobRecord:
-        job = job_record(self.clock.now(), **overrides)
-        self.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
-        self.payloads.put_input(JobInput(job_id=job.job_id, text="The text."), "item", job.expires_at)
-        return job
-
-    def deliver(self, job: JobRecord, lane: Lane = Lane.SHARED, *, solo: bool = False) -> None:
-        """One message of the job through the worker; RetryLater propagates (the message stays)."""
-        worker = JobWorker(self.deps(), time.monotonic() + 60, solo=solo)
-        body = encode_message(JobMessage(job_id=job.job_id, trace_id=TRACE))
-        asyncio.run(worker.handle(body, lane))
-
-    def current(self, job: JobRecord) -> JobRecord:
-        stored = self.repository.get_job(job.job_id)
-        assert stored is not None
-        return stored
-
-    def close(self) -> None:
-        for executor in self.executors:
-            executor.shutdown(wait=False, cancel_futures=True)
-
-
-@pytest.fixture
-def make_world() -> Iterator[Callable[..., World]]:
-    """Worlds with whichever fakes a test swaps in; their thread pools close after the test."""
-    made: list[World] = []
-
-    def make(**fakes: Any) -> World:
-        made.append(World(**fakes))
-        return made[-1]
-
-    yield make
-    for world in made:
-        world.close()
-
-
-@pytest.fixture
-def world(make_world: Callable[..., World]) -> World:
-    return make_world()
-
-
-def handed_back(world: World, job: JobRecord) -> JobRecord:
-    """The job after the worker handed it back: Pending, due later, and a fresh message of it
-    (same job, same trace) sent to its lane's queue, delayed until then."""
-    current = world.current(job)
-    assert current.status is JobStatus.PENDING
-    assert current.dispatch_at > world.clock.now()
-    [(message, delay)] = world.queues[Lane.of(current)].sent
-    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE)
-    assert delay == (current.dispatch_at - world.clock.now()).total_seconds()
-    world.queues[Lane.of(current)].sent.clear()
-    return current
-
+from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+from tests.support.worker_world import (
+    TRACE,
+    USAGE,
+    CountingProvider,
+    RecordingQueue,
+    World,
+    handed_back,
+    redrive,
+)
 
 # --- claims ------------------------------------------------------------------------------------
 
@@ -622,21 +483,6 @@ def test_the_claim_is_one_request_and_leaves_the_sweep_index_alone(make_world: C
 
 
 # --- usage is never lost or counted twice --------------------------------------------------------
-
-
-def redrive(world: World, job: JobRecord) -> None:
-    """What an operator's redrive writes: Failed -> Pending, a new run with its attempts renewed."""
-    world.repository.transition(
-        Transition(
-            job_id=job.job_id,
-            source=JobStatus.FAILED,
-            target=JobStatus.PENDING,
-            now=world.clock.now(),
-            renew_attempts=True,
-            operator_redrive=True,
-            dispatch_at=world.clock.now(),
-        )
-    )
 
 
 def test_a_redriven_one_step_job_adopts_a_result_a_failed_write_counted_without_counting_it_again(

@@ -44,7 +44,7 @@ class SlowModel:
     def monotonic(self) -> float:
         return self.now
 
-    def start(self, request: CompletionRequest) -> asyncio.Future[Completion]:
+    def start(self, step: Step, request: CompletionRequest) -> asyncio.Future[Completion]:
         self.calls.append(request)
         self.now += CALL_SECONDS
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()

@@ -4,6 +4,7 @@ import {
   type Api,
   type JobStatus,
   type Operation,
+  type OutputEvent,
   type StatusDocument,
   type SubmitRequest,
   TERMINAL,
@@ -14,6 +15,7 @@ import { getState, initialDetail, initialList, PAGE_SIZE, remember, update } fro
 const SUBMIT_ATTEMPTS = 4;
 const MAX_PAGE_CALLS = 5;
 const MAX_RETRY_WAIT_S = 10;
+const MAX_OUTPUT_CALLS = 20; // pages read in one catch-up (100 events each); the rest comes live
 
 export interface SubmitForm {
   operation: Operation;
@@ -21,6 +23,14 @@ export interface SubmitForm {
   labels: string[];
   /** extract's JSON Schema as typed (JSON text); the API checks that it is in the strict subset. */
   schema: string;
+  /** Stream the output as it is written (summarize, analyze and extract). */
+  stream: boolean;
+}
+
+/** What the actions ask of the live connection: following a streaming job's output. */
+export interface OutputFollowing {
+  follow: (jobId: string, after: string) => boolean;
+  unfollow: (jobId: string) => void;
 }
 
 /** A schema field that is not a JSON object: said at once, nothing is sent. */
@@ -42,6 +52,9 @@ export function submitBody(form: SubmitForm): SubmitRequest {
   }
   if (form.operation === "extract") {
     body.options = { schema: parseSchema(form.schema) };
+  }
+  if (form.stream && form.operation !== "classify") {
+    body.options = { ...body.options, stream: true };
   }
   return body;
 }
@@ -72,9 +85,13 @@ export function parseLabels(raw: string): string[] {
 }
 
 export class Actions {
+  private following: string | null = null;
+  private readonly reading = new Set<string>();
+
   constructor(
     private readonly api: Api,
     private readonly navigate: (hash: string) => void,
+    private readonly live: OutputFollowing = { follow: () => false, unfollow: () => undefined },
   ) {}
 
   // --- my jobs ---------------------------------------------------------------------------------
@@ -192,6 +209,73 @@ export class Actions {
     if (state.detail.jobId === document.jobId && document.status === "Succeeded") {
       void this.loadResult(document.jobId);
     }
+    if (state.detail.jobId === document.jobId && document.stream && TERMINAL.has(document.status)) {
+      void this.loadOutput(document.jobId); // ended: read the rest, and which attempt is the result's
+    }
+  }
+
+  // --- a streaming job's output ----------------------------------------------------------------
+
+  /** A pushed output event of the job on screen. */
+  outputReceived(event: OutputEvent): void {
+    update((s) => {
+      if (s.detail.jobId === event.jobId) {
+        s.detail.output.add(event.attempt, event.seq, event.text);
+      }
+    });
+  }
+
+  /**
+   * Catch up from GET .../output (after what the screen holds), then follow the rest over the
+   * socket from there: after a reload or a reconnect the text so far shows at once, then grows.
+   */
+  async loadOutput(jobId: string): Promise<void> {
+    if (this.reading.has(jobId)) {
+      return;
+    }
+    this.reading.add(jobId);
+    try {
+      for (let calls = 0; calls < MAX_OUTPUT_CALLS; calls += 1) {
+        const detail = getState().detail;
+        if (detail.jobId !== jobId || detail.outputComplete) {
+          return;
+        }
+        const outcome = await this.api.getOutput(jobId, detail.output.cursor());
+        if (!outcome.ok) {
+          return; // the screen's refresh tries again
+        }
+        const page = outcome.data;
+        update((s) => {
+          if (s.detail.jobId !== jobId) {
+            return;
+          }
+          for (const event of page.events) {
+            s.detail.output.add(event.attempt, event.seq, event.text);
+          }
+          if (page.complete) {
+            s.detail.output.settle(page.resultAttempt);
+            s.detail.outputComplete = true;
+          }
+        });
+        if (page.complete || page.events.length === 0) {
+          break;
+        }
+      }
+    } finally {
+      this.reading.delete(jobId);
+    }
+    const detail = getState().detail;
+    if (detail.jobId === jobId && !detail.outputComplete) {
+      this.following = this.live.follow(jobId, detail.output.cursor()) ? jobId : this.following;
+    }
+  }
+
+  /** Leaving a job's screen: stop following its output. */
+  stopFollowing(): void {
+    if (this.following !== null) {
+      this.live.unfollow(this.following);
+      this.following = null;
+    }
   }
 
   // --- one job ---------------------------------------------------------------------------------
@@ -217,6 +301,9 @@ export class Actions {
       remember(s, outcome.data);
     });
     const known = getState().jobs.get(jobId);
+    if (known?.stream === true) {
+      void this.loadOutput(jobId);
+    }
     if (known?.status === "Succeeded") {
       await this.loadResult(jobId);
     }
@@ -302,7 +389,8 @@ export class Actions {
           s.list = initialList();
           s.list.ids = [job.jobId];
         });
-        this.navigate("#/jobs");
+        // A streamed job is watched on its own screen, where its text grows.
+        this.navigate(job.stream ? `#/jobs/${job.jobId}` : "#/jobs");
         return;
       }
       failure = outcome.failure;
@@ -332,7 +420,13 @@ export class Actions {
       void this.loadList();
     } else if (state.route.screen === "job") {
       const job = state.jobs.get(state.route.jobId);
-      if (job === undefined || !TERMINAL.has(job.status) || (job.status === "Succeeded" && state.detail.result === null)) {
+      const outputPending = job?.stream === true && !state.detail.outputComplete;
+      if (
+        job === undefined ||
+        !TERMINAL.has(job.status) ||
+        (job.status === "Succeeded" && state.detail.result === null) ||
+        outputPending
+      ) {
         void this.loadJob(state.route.jobId);
       }
     }

@@ -4,8 +4,11 @@
 // console re-reads what it shows every few seconds, and it re-reads once each time the socket
 // opens (an update sent before that was missed). A new ticket is taken after a failure (with
 // backoff) and before API Gateway's two-hour limit; a ping every five minutes keeps an idle
-// connection open (API Gateway closes it after ten).
-import type { Api, StatusDocument } from "./api/client";
+// connection open (API Gateway closes it after ten). A streaming job's screen follows its output
+// ({"action": "follow", "jobId", "after"}): the API replays the events after the cursor, then pushes
+// {"type": "output", ...} as they are written; after a reconnect the screen follows again from what
+// it holds (its refresh, on open, catches up from GET .../output first).
+import type { Api, OutputEvent, StatusDocument } from "./api/client";
 import type { LiveMode } from "./state";
 
 const POLL_MS = 5_000;
@@ -16,6 +19,7 @@ const MAX_BACKOFF_MS = 60_000;
 
 export interface LiveHooks {
   job: (document: StatusDocument) => void;
+  output: (event: OutputEvent) => void;
   mode: (mode: LiveMode) => void;
   /** Re-read what the screen shows (the list page, the job). */
   refresh: () => void;
@@ -28,6 +32,24 @@ function isJobMessage(value: unknown): value is { type: "job"; job: StatusDocume
   const record = value as Record<string, unknown>;
   const job = record["job"] as Record<string, unknown> | undefined;
   return record["type"] === "job" && typeof job === "object" && typeof job?.["jobId"] === "string";
+}
+
+function outputEventOf(value: unknown): OutputEvent | null {
+  if (typeof value !== "object" || value === null) {
+    return null;
+  }
+  const record = value as Record<string, unknown>;
+  const { jobId, attempt, seq, text } = record;
+  if (
+    record["type"] !== "output" ||
+    typeof jobId !== "string" ||
+    typeof attempt !== "number" ||
+    typeof seq !== "number" ||
+    typeof text !== "string"
+  ) {
+    return null;
+  }
+  return { jobId, attempt, seq, text };
 }
 
 export class Live {
@@ -97,6 +119,11 @@ export class Live {
       }
       if (isJobMessage(message)) {
         this.hooks.job(message.job);
+        return;
+      }
+      const output = outputEventOf(message);
+      if (output !== null) {
+        this.hooks.output(output);
       }
     };
     socket.onclose = () => {
@@ -105,6 +132,24 @@ export class Live {
         this.fallBack();
       }
     };
+  }
+
+  /** Follow a job's output after `after` (ATTEMPT.SEQ); false when the socket is not open. */
+  follow(jobId: string, after: string): boolean {
+    const [attempt, seq] = after.split(".").map(Number);
+    return this.send({ action: "follow", jobId, after: { attempt, seq } });
+  }
+
+  unfollow(jobId: string): void {
+    this.send({ action: "unfollow", jobId });
+  }
+
+  private send(message: Record<string, unknown>): boolean {
+    if (this.socket?.readyState !== WebSocket.OPEN) {
+      return false;
+    }
+    this.socket.send(JSON.stringify(message));
+    return true;
   }
 
   private fallBack(): void {

@@ -70,15 +70,23 @@ class App {
       onUnauthorized: () => this.endSession(ENDED),
     });
     this.budget = new BudgetPanel(element("budget"), this.api);
-    this.actions = new Actions(this.api, (hash) => {
-      if (window.location.hash === hash) {
-        this.routeChanged();
-      } else {
-        window.location.hash = hash;
-      }
-    });
+    this.actions = new Actions(
+      this.api,
+      (hash) => {
+        if (window.location.hash === hash) {
+          this.routeChanged();
+        } else {
+          window.location.hash = hash;
+        }
+      },
+      {
+        follow: (jobId, after) => this.live.follow(jobId, after),
+        unfollow: (jobId) => this.live.unfollow(jobId),
+      },
+    );
     this.live = new Live(this.api, {
       job: (document) => this.actions.received(document),
+      output: (event) => this.actions.outputReceived(event),
       mode: (mode) =>
         update((s) => {
           s.live = mode;
@@ -156,6 +164,9 @@ class App {
 
   private routeChanged(): void {
     const route = routeOf(window.location.hash);
+    if (route.screen !== "job" || route.jobId !== getState().detail.jobId) {
+      this.actions.stopFollowing();
+    }
     update((s) => {
       s.route = route;
       if (route.screen !== "jobs") {

@@ -6,6 +6,7 @@ import type { JobStatus, ResultDocument, StatusDocument } from "./api/client";
 import type { Session } from "./auth";
 import type { Config } from "./config";
 import type { Failure } from "./problems";
+import { Reassembly } from "./reassembly";
 
 export type Route =
   | { screen: "jobs" }
@@ -35,6 +36,9 @@ export interface DetailState {
   resultFailure: Failure | null;
   cancelling: boolean;
   cancelFailure: Failure | null;
+  /** A streaming job's text as it is written (DESIGN.md, "Streaming output"), and whether it is all. */
+  output: Reassembly;
+  outputComplete: boolean;
 }
 
 export interface SubmitState {
@@ -84,6 +88,8 @@ export function initialDetail(jobId: string | null = null): DetailState {
     resultFailure: null,
     cancelling: false,
     cancelFailure: null,
+    output: new Reassembly(),
+    outputComplete: false,
   };
 }
 

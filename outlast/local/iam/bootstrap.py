@@ -4,8 +4,8 @@
 `python -m awslambdaric HANDLER`) installs the IAM guard in every botocore session the process
 will create, then runs the Lambda runtime interface client as usual. The handler and shared/
 know nothing of it: every boto3 client they make, however they make it, is checked against the
-role file named by OUTLAST_IAM_ROLE_FILE. The chaos shim, when on, is only the handler string:
-it composes with this without either knowing of the other.
+role file named by OUTLAST_IAM_ROLE_FILE. The fault hook (outlast.local.fault_hook), when set,
+is only the handler string: it composes with this without either knowing of the other.
 """
 
 from __future__ import annotations

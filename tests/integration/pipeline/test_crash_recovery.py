@@ -122,7 +122,11 @@ def test_a_crash_after_the_result_write_is_adopted_without_a_second_call(
     assert stored.usage is not None
     result = pipeline.result(job_id)["body"]
     assert result["output"] == stored.output
-    expected = {"inputTokens": stored.usage.input_tokens, "outputTokens": stored.usage.output_tokens}
+    expected = {
+        "inputTokens": stored.usage.input_tokens,
+        "outputTokens": stored.usage.output_tokens,
+        "estimated": False,
+    }
     assert final["usage"] == result["usage"] == expected
 
 

@@ -12,6 +12,8 @@ export type Operation = components["schemas"]["Operation"];
 export type SubmitRequest = components["schemas"]["SubmitRequest"];
 export type TicketDocument = components["schemas"]["TicketDocument"];
 export type BudgetDocument = components["schemas"]["BudgetDocument"];
+export type OutputPage = components["schemas"]["OutputPage"];
+export type OutputEvent = components["schemas"]["OutputEventDocument"];
 
 export const JOB_STATUSES: readonly JobStatus[] = [
   "Pending",
@@ -102,6 +104,13 @@ export class Api {
 
   getResult(jobId: string): Promise<Outcome<ResultDocument>> {
     return settle(this.client.GET("/v1/jobs/{job_id}/result", { params: { path: { job_id: jobId } } }));
+  }
+
+  /** A streaming job's events after a cursor (ATTEMPT.SEQ). */
+  getOutput(jobId: string, after: string): Promise<Outcome<OutputPage>> {
+    return settle(
+      this.client.GET("/v1/jobs/{job_id}/output", { params: { path: { job_id: jobId }, query: { after } } }),
+    );
   }
 
   cancel(jobId: string): Promise<Outcome<StatusDocument>> {

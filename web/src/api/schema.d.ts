@@ -79,6 +79,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{job_id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a job's streamed output
+         * @description The output events of a job submitted with options.stream, after a cursor, in (attempt, seq) order: each attempt's events join to the text it streamed, and a newer attempt's text replaces an older one's. Once the job has ended, show resultAttempt's text. A job that does not stream has no events.
+         */
+        get: operations["getJobOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{job_id}/result": {
         parameters: {
             query?: never;
@@ -227,6 +247,11 @@ export interface components {
             schema?: {
                 [key: string]: unknown;
             };
+            /**
+             * Stream
+             * @description Stream the output as it is written (summarize, analyze and extract, whose streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.
+             */
+            stream?: boolean;
         };
         /**
          * JobPage
@@ -250,6 +275,49 @@ export interface components {
          * @enum {string}
          */
         Operation: "summarize" | "analyze" | "classify" | "extract";
+        /**
+         * OutputEventDocument
+         * @description A piece of a streaming job's output, in the order it was written (DESIGN.md, "Streaming output").
+         */
+        OutputEventDocument: {
+            /**
+             * Attempt
+             * @description The output attempt: each claim that streams takes the next one.
+             */
+            attempt: number;
+            /** Jobid */
+            jobId: string;
+            /**
+             * Seq
+             * @description From 1 within an attempt, without gaps.
+             */
+            seq: number;
+            /** Text */
+            text: string;
+        };
+        /**
+         * OutputPage
+         * @description GET /v1/jobs/{id}/output: the events after a cursor, in (attempt, seq) order.
+         */
+        OutputPage: {
+            /**
+             * Complete
+             * @description The job has ended and every event after the cursor is in this page.
+             */
+            complete: boolean;
+            /** Events */
+            events: components["schemas"]["OutputEventDocument"][];
+            /**
+             * Nextcursor
+             * @description `after` for the next read (ATTEMPT.SEQ); null once `complete`.
+             */
+            nextCursor: string | null;
+            /**
+             * Resultattempt
+             * @description The attempt whose text the result holds (a Succeeded job); readers show it once the job has ended, and the highest attempt they have seen before.
+             */
+            resultAttempt: number | null;
+        };
         /**
          * Problem
          * @description An RFC 9457 problem document.
@@ -337,6 +405,12 @@ export interface components {
             revision: number;
             status: components["schemas"]["JobStatus"];
             /**
+             * Stream
+             * @description The output is streamed as it is written: GET /v1/jobs/{id}/output, or follow the job.
+             * @default false
+             */
+            stream: boolean;
+            /**
              * Updatedat
              * Format: date-time
              */
@@ -372,6 +446,12 @@ export interface components {
          * @description Tokens the model reported.
          */
         UsageDocument: {
+            /**
+             * Estimated
+             * @description True when part of it is outlast's estimate: a streamed call that ended without the provider's usage report (cut, or canceled) counts ceil(UTF-8 bytes / 4) per side.
+             * @default false
+             */
+            estimated: boolean;
             /** Inputtokens */
             inputTokens: number;
             /** Outputtokens */
@@ -861,6 +941,112 @@ export interface operations {
             };
             /** @description Problem: job_not_cancelable */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: request_too_large. application/json from API Gateway when the body is over API Gateway's 10 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description application/json from API Gateway when API Gateway throttled the request (no Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            /** @description Problem: internal_error. application/json from API Gateway when the function failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: service_unavailable. application/json from API Gateway when the function timed out */
+            503: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJobOutput: {
+        parameters: {
+            query?: {
+                /** @description ATTEMPT.SEQ: events after this one (from nextCursor). */
+                after?: string | null;
+                /** @description Events per page. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The job id (a UUID). */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events after the cursor; complete once the job has ended and none are left. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutputPage"];
+                };
+            };
+            /** @description Problem: invalid_cursor, invalid_job_id, invalid_json, invalid_limit, invalid_query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unauthorized. application/json from API Gateway when the JWT authorizer refused the token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: job_not_found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,5 +1,7 @@
 // One job: status, attempts, progress (a progress bar over its steps), the result once it
-// succeeded, the error code and message once it failed, and cancel while it can be canceled.
+// succeeded, the error code and message once it failed, and cancel while it can be canceled. A
+// streaming job shows its output as it is written instead of the result (the same text, once it
+// succeeded); after a reload it shows the text so far at once, then the rest as it comes.
 import { TERMINAL } from "../api/client";
 import { type Actions, formatOutput } from "../actions";
 import { failureBox, formatTime, h, setText, statusLabel } from "../dom";
@@ -14,6 +16,9 @@ export class JobScreen implements Screen {
   private errorBox: HTMLElement | null = null;
   private resultBox: HTMLElement | null = null;
   private output: HTMLElement | null = null;
+  private streamBox: HTMLElement | null = null;
+  private streamText: HTMLElement | null = null;
+  private streamNote: HTMLElement | null = null;
 
   constructor(
     private readonly actions: Actions,
@@ -37,6 +42,15 @@ export class JobScreen implements Screen {
       { id: "job-result", hidden: true, "aria-labelledby": "result-title" },
       h("h2", { id: "result-title" }, "Result"),
       this.output,
+    );
+    this.streamText = h("pre", { id: "job-stream", class: "output", tabindex: 0, "aria-labelledby": "stream-title" });
+    this.streamNote = h("p", { id: "job-stream-note", class: "help", role: "status" });
+    this.streamBox = h(
+      "section",
+      { id: "job-stream-box", hidden: true, "aria-labelledby": "stream-title", "aria-live": "off" },
+      h("h2", { id: "stream-title" }, "Output"),
+      this.streamNote,
+      this.streamText,
     );
     main.replaceChildren(
       h(
@@ -65,6 +79,7 @@ export class JobScreen implements Screen {
         ),
         this.errorBox,
         this.cancel,
+        this.streamBox,
         this.resultBox,
       ),
     );
@@ -113,13 +128,29 @@ export class JobScreen implements Screen {
       }
     }
     if (this.resultBox !== null && this.output !== null) {
-      this.resultBox.hidden = detail.result === null;
+      this.resultBox.hidden = detail.result === null || job.stream;
       // An extract job's output is a JSON object: shown indented, as the CLI prints it.
       setText(this.output, detail.result === null ? "" : formatOutput(detail.result.output));
+    }
+    if (this.streamBox !== null && this.streamText !== null && this.streamNote !== null) {
+      this.streamBox.hidden = !job.stream;
+      setText(this.streamText, detail.output.text());
+      const attempt = detail.output.shownAttempt;
+      setText(
+        this.streamNote,
+        detail.outputComplete
+          ? "Complete."
+          : attempt === null
+            ? "Waiting for the first words..."
+            : `Being written${attempt > 1 ? ` (attempt ${attempt}: an earlier one was cut short)` : ""}...`,
+      );
     }
   }
 
   unmount(): void {
+    this.streamBox = null;
+    this.streamText = null;
+    this.streamNote = null;
     this.fields = new Map();
     this.bar = null;
     this.cancel = null;

@@ -70,6 +70,13 @@ export class SubmitScreen implements Screen {
           "additionalProperties to false; a field the text may not state can allow null.",
       ),
     );
+    const stream = h("input", { id: "stream", name: "stream", type: "checkbox" });
+    const streamRow = h(
+      "div",
+      { class: "field checkbox", id: "stream-field" },
+      stream,
+      h("label", { for: "stream" }, "Show the output as it is written"),
+    );
     this.fileNote = h("p", { id: "file-note", class: "help", role: "status" });
     this.failure = h("div", { id: "submit-failure" });
     this.button = h("button", { type: "submit", id: "submit-job", class: "primary" }, "Submit job");
@@ -78,6 +85,7 @@ export class SubmitScreen implements Screen {
       labels.required = operation.value === "classify";
       schemaRow.hidden = operation.value !== "extract";
       schema.required = operation.value === "extract";
+      streamRow.hidden = operation.value === "classify"; // one label: nothing to watch grow
     });
     file.addEventListener("change", () => void this.readFile(file, text));
     const form = h(
@@ -94,6 +102,7 @@ export class SubmitScreen implements Screen {
       ),
       labelsRow,
       schemaRow,
+      streamRow,
       this.failure,
       this.button,
     );
@@ -104,6 +113,7 @@ export class SubmitScreen implements Screen {
         text: text.value,
         labels: parseLabels(labels.value),
         schema: schema.value,
+        stream: stream.checked && operation.value !== "classify",
       });
     });
     main.replaceChildren(

@@ -1,11 +1,11 @@
-"""Process-level fault injection for local mode only (`outlast local up --chaos SPEC`).
+"""Process-level fault injection for local mode only: chaos's module for local mode's fault hook.
 
-With chaos on, local mode starts every function process with this module's `lambda_handler`
-instead of the template's handler string, and passes the real handler string and the spec in
-the environment (`OUTLAST_CHAOS_HANDLER`, `OUTLAST_CHAOS_SPEC`). On its first event the shim
-imports the real handler, wraps a few adapter and use-case methods of that function in this
-process only, then delegates every event to the real handler. Production code carries no hook:
-what runs is the deployed code, with faults added around it from the outside.
+`outlast local up --chaos SPEC` (or a chaos run, which starts one) sets local mode's fault hook
+(outlast/local/fault_hook.py) to this module, with the spec in `OUTLAST_CHAOS_SPEC`. Local mode
+then runs every function's handler through `wrap`, once per process, on its first event: the
+real handler is imported, a few adapter and use-case methods of that function are wrapped in
+this process only, and every event is delegated to the real handler. Production code carries
+no hook: what runs is the deployed code, with faults added around it from the outside.
 
 - `submit_death_after_claim`: exit (137) right after `DynamoJobRepository.claim_idempotency_key`
   returns having won the claim;
@@ -14,8 +14,9 @@ what runs is the deployed code, with faults added around it from the outside.
 - `relay_failure`: `SqsJobQueue.send_batch` reports the job's entry failed, its first send only;
 - `relay_outage`: the same, every send (the stream gives up, the sweeper must dispatch it);
 - `worker_death_after_claim`: exit right after `JobWorker._claim` returns a run (the lease is held);
-- `worker_death_after_model_call`: exit right after `JobWorker._call_under_lease` returns the
-  answer, before anything is recorded. A worker death takes the whole batch with it.
+- `worker_death_after_model_call`: exit right after `JobWorker._call_under_lease` (or, for a
+  streaming job, `_stream_under_lease`) returns the answer, before anything is recorded. A worker
+  death takes the whole batch with it.
 
 An exit makes the local runtime report a failed invocation, as Lambda does when a runtime
 dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on the queue.
@@ -24,16 +25,14 @@ dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on 
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from outlast.chaos.spec import (
     DEATH_EXIT_CODE,
-    ENV_HANDLER,
     ENV_SPEC,
     ChaosSpec,
     ChaosState,
@@ -41,8 +40,12 @@ from outlast.chaos.spec import (
     seeded_fraction,
     tagged_fault,
 )
+from outlast.local.fault_hook import FaultHook, Handler
 
-Handler = Callable[[dict[str, Any], Any], Any]
+
+def fault_hook(spec: ChaosSpec) -> FaultHook:
+    """Local mode's fault hook set to this module, with `spec` (the state file shows the spec)."""
+    return FaultHook(module=__name__, environment={ENV_SPEC: spec.to_json()}, description=spec.to_dict())
 
 
 class Injector:
@@ -192,6 +195,7 @@ def _patch_worker(injector: Injector) -> None:
 
     _wrap(JobWorker, "_claim", claim)
     _wrap(JobWorker, "_call_under_lease", call)
+    _wrap(JobWorker, "_stream_under_lease", call)  # a streaming job's call: its events are written
 
 
 _PATCHES: dict[str, Callable[[Injector], None]] = {
@@ -215,30 +219,12 @@ class _Shim:
         return self.handler(event, context)
 
 
-def load(handler_string: str, spec: ChaosSpec) -> _Shim:
-    """Import the real handler, wrap this function's methods, return the delegating handler."""
-    module_name, _, attribute = handler_string.rpartition(".")
-    handler: Handler = getattr(importlib.import_module(module_name), attribute)
+def wrap(handler: Handler, handler_string: str) -> Handler:
+    """The fault hook's entry: wrap this function's methods, return the delegating handler."""
+    module_name = handler_string.rpartition(".")[0]
     function = module_name.split(".")[1] if module_name.startswith("functions.") else module_name
-    injector = Injector(spec, function)
+    injector = Injector(ChaosSpec.load(os.environ[ENV_SPEC]), function)
     for prefix, patch in _PATCHES.items():
         if module_name.startswith(prefix):
             patch(injector)
     return _Shim(handler, injector)
-
-
-_loaded: list[_Shim] = []
-_loading = threading.Lock()
-
-
-def _shim(environment: Iterable[tuple[str, str]]) -> _Shim:
-    with _loading:
-        if not _loaded:
-            variables = dict(environment)
-            _loaded.append(load(variables[ENV_HANDLER], ChaosSpec.load(variables[ENV_SPEC])))
-        return _loaded[0]
-
-
-def lambda_handler(event: Any, context: Any) -> Any:
-    """The handler local mode runs under chaos: the real one, with faults around it."""
-    return _shim(os.environ.items())(event, context)

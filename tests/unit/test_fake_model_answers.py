@@ -1,4 +1,4 @@
-"""The local model server's answers, as pure functions: map and reduce prompts, no directive echoed."""
+"""The fake model's answers, as pure functions: map and reduce prompts, no directive echoed."""
 
 from __future__ import annotations
 
@@ -8,20 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from outlast.local.model_server import (
-    ChatRequest,
+from outlast.local.fake_model.answers import (
     answer,
     combine_analyses,
     combine_summaries,
-    context_reply,
-    count_tokens,
     detect_operation,
     detect_template,
-    messages_hash,
     part_of,
-    strip_directives,
-    truncate,
 )
+from outlast.local.fake_model.completions import count_tokens, truncate
+from outlast.local.fake_model.directives import strip_directives
+from outlast.local.fake_model.replies import context_reply
+from outlast.local.fake_model.requests import ChatRequest, messages_hash
 from shared.contract import Operation
 from shared.prompts import BY_VERSION, MAP_TEMPLATES, REDUCE_TEMPLATES, template_for
 

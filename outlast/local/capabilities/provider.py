@@ -1,0 +1,32 @@
+"""The model provider, emulated: the local model server the functions' OpenAI client calls.
+
+No construct holds the provider (the worker's settings in infra/constructs/worker.py name it);
+locally every function's OPENAI_BASE_URL points at this server (outlast.local.model_server).
+"""
+
+from __future__ import annotations
+
+from outlast.local.capabilities.base import Starter
+from outlast.local.model_server import ModelServer
+
+
+class ModelProvider(Starter):
+    """The local model server, on a free port."""
+
+    def __init__(self) -> None:
+        self.server: ModelServer | None = None
+
+    def start(self) -> ModelProvider:
+        self.server = ModelServer().start()
+        return self
+
+    @property
+    def url(self) -> str:
+        """What OPENAI_BASE_URL takes (after start)."""
+        if self.server is None:
+            raise RuntimeError("the model server is not started")
+        return self.server.url
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()

@@ -1,0 +1,90 @@
+"""A Chat Completions request, read: the few fields the fake model answers from, validated as OpenAI does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+BYTES_PER_TOKEN = 4  # the token estimate everywhere: ceil(UTF-8 bytes / 4)
+
+
+class InvalidRequestError(ValueError):
+    """The request body is not a Chat Completions request the fake model can answer."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """The parts of a Chat Completions request the answer is derived from."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    max_tokens: int | None
+    request_hash: str
+    stream: bool = False  # answer with server-sent events (`stream: true`)
+    include_usage: bool = False  # `stream_options.include_usage`: a last chunk with the usage
+
+    @property
+    def text(self) -> str:
+        """Every message's text, where directives are looked for."""
+        return "\n".join(content_text(message) for message in self.messages)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The estimate of the messages' tokens: ceil(UTF-8 bytes of their text / 4)."""
+        size = sum(len(content_text(message).encode("utf-8")) for message in self.messages)
+        return math.ceil(size / BYTES_PER_TOKEN)
+
+    def last(self, role: str) -> str:
+        """The text of the last message with this role, or empty."""
+        found = [content_text(m) for m in self.messages if m.get("role") == role]
+        return found[-1] if found else ""
+
+
+def parse_chat_request(body: bytes) -> ChatRequest:
+    """Validate the few fields the fake model reads; OpenAI answers 400 to the same mistakes."""
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InvalidRequestError("The request body is not valid JSON.") from err
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("The request body must be a JSON object.")
+    model, messages = payload.get("model"), payload.get("messages")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequestError("you must provide a model parameter")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise InvalidRequestError("'messages' must be a non-empty array of message objects.")
+    max_tokens = payload.get("max_completion_tokens", payload.get("max_tokens"))
+    if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
+        raise InvalidRequestError("max_tokens must be a positive integer.")
+    stream, options = payload.get("stream", False), payload.get("stream_options")
+    if type(stream) is not bool:
+        raise InvalidRequestError("stream must be a boolean.")
+    if options is not None and (not stream or not isinstance(options, dict)):
+        raise InvalidRequestError("stream_options is only allowed when stream is true.")
+    include_usage = bool((options or {}).get("include_usage", False))
+    return ChatRequest(model, messages, max_tokens, messages_hash(messages), stream, include_usage)
+
+
+def messages_hash(messages: list[dict[str, Any]]) -> str:
+    """SHA-256 of the canonical JSON of the messages: the key of the fault counters and the tally."""
+    canonical = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def content_text(message: dict[str, Any]) -> str:
+    """A message's text, whether content is a string or a list of typed parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def authorized(header: str | None) -> bool:
+    """True for any bearer token: the fake model checks that a key is sent, not which."""
+    scheme, _, token = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and bool(token.strip())

@@ -235,7 +235,7 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
 @click.option(
     "--stream",
     is_flag=True,
-    help="print the output as it is written (summarize, analyze), until the job ends; with --json, "
+    help="print the output as it is written (summarize, analyze, extract), until the job ends; with --json, "
     "each output event as a JSON line",
 )
 @wait_options

@@ -7,6 +7,7 @@ Every result is checked with the worker's own validator (jsonschema) against the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ from tests.support.local_stack import (
     RunningStack,
     assert_problem,
     assert_status_document,
+    joined_attempt,
     new_key,
+    output_events,
     request_hash,
     unique,
 )
@@ -111,6 +114,7 @@ def test_an_invalid_answer_is_asked_again_and_both_calls_are_counted(stack: Runn
     served = {
         "inputTokens": sum(call["usage"]["inputTokens"] for call in calls),
         "outputTokens": sum(call["usage"]["outputTokens"] for call in calls),
+        "estimated": False,
     }
     assert document["usage"] == served
 
@@ -162,3 +166,22 @@ def test_options_schema_on_another_operation_is_400(stack: RunningStack) -> None
         "schema_required"
     ]
     assert stack.call("GET", "/v1/jobs", token=token).body["items"] == []
+
+
+def test_a_streamed_extract_job_streams_its_json_which_parses_to_the_result(stack: RunningStack) -> None:
+    # Given an extract job with stream: true whose first answer breaks the schema
+    token = stack.token(unique("extract-stream"))
+    text = f"Acme {unique('invoice')} streamed. [[fault:invalid_json*1]]"
+    answer = stack.submit(token, {**_extract(text), "options": {"schema": INVOICE, "stream": True}})
+    assert answer.status == 202, answer.raw
+
+    document = stack.wait_terminal(answer.body["jobId"], token, timeout_seconds=120)
+
+    # Then the streamed text of the result's attempt is the JSON document as generated, and it
+    # parses to the result; the broken first answer streamed as attempt 1, the re-ask as attempt 2
+    assert document["stream"] is True
+    output = _result(stack, token, document)
+    page = output_events(stack, token, document["jobId"])
+    assert page["resultAttempt"] == 2
+    assert json.loads(joined_attempt(page["events"], 2)) == output
+    assert "unexpected_property" in json.loads(joined_attempt(page["events"], 1))

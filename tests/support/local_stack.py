@@ -278,6 +278,26 @@ def request_hash(operation: str, text: str, labels: tuple[str, ...] | None = Non
     return messages_hash(template_for(Operation(operation)).render(text, labels))
 
 
+def output_events(stack: RunningStack, token: str, job_id: str) -> dict[str, Any]:
+    """Every event of the job, read in pages until complete."""
+    events: list[dict[str, Any]] = []
+    after = "0.0"
+    while True:
+        answer = stack.call("GET", f"/v1/jobs/{job_id}/output?after={after}", token=token)
+        assert answer.status == 200, answer.raw
+        events += answer.body["events"]
+        if answer.body["complete"]:
+            return {**answer.body, "events": events}
+        after = answer.body["nextCursor"]
+
+
+def joined_attempt(events: list[dict[str, Any]], attempt: int) -> str:
+    """The text of one output attempt's events, checked gapless from seq 1."""
+    mine = sorted((e for e in events if e["attempt"] == attempt), key=lambda e: e["seq"])
+    assert [e["seq"] for e in mine] == list(range(1, len(mine) + 1)), "seq must be gapless from 1"
+    return "".join(e["text"] for e in mine)
+
+
 def token_claims(token: str) -> dict[str, Any]:
     """A JWT's claims, unverified (to read them, or to copy them into a forged token)."""
     payload = token.split(".")[1]

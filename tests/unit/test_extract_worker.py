@@ -22,7 +22,7 @@ from shared.job import JobInput, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
-from shared.ports import Completion, CompletionRequest, ResponseSchema
+from shared.ports import Completion, CompletionRequest, ResponseSchema, StreamControl, TextSink
 from tests.fakes import job_record
 from tests.support.worker_world import USAGE, World, handed_back
 
@@ -64,15 +64,17 @@ class ScriptedModel:
 
 @pytest.fixture
 def extract_world(make_world: Callable[..., World]) -> Callable[..., World]:
-    def make(model: ScriptedModel, **settings: str) -> World:
+    def make(model: Any, **settings: str) -> World:
         return make_world(provider=model, **{"PROVIDER_TIMEOUT_SECONDS": "10", **settings})
 
     return make
 
 
-def extract_job(world: World, text: str = "Acme sent an invoice for 12.50 EUR.") -> JobRecord:
+def extract_job(world: World, text: str = "Acme sent an invoice for 12.50 EUR.", **fields: Any) -> JobRecord:
     plan = plan_job(text, Operation.EXTRACT, PLAN, prompt_version="extract-v1", schema=INVOICE)
-    job = job_record(world.clock.now(), operation=Operation.EXTRACT, plan=PLAN, total_steps=plan.total_steps)
+    job = job_record(
+        world.clock.now(), operation=Operation.EXTRACT, plan=PLAN, total_steps=plan.total_steps, **fields
+    )
     world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
     world.payloads.put_input(
         JobInput(job_id=job.job_id, text=text, output_schema=INVOICE), "item", job.expires_at
@@ -339,3 +341,45 @@ def test_a_call_without_a_schema_sends_no_response_format(seen: list[dict[str, A
     provider_answering(completion_body("text"), seen).complete(plain)
 
     assert "response_format" not in seen[0]
+
+
+# --- streamed ------------------------------------------------------------------------------------
+
+
+class StreamingJson:
+    """Streams a JSON answer in pieces: the first `broken` streams miss a required property."""
+
+    def __init__(self, broken: int = 0) -> None:
+        self.broken = broken
+        self.streams: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        raise AssertionError("a streaming job's one call is streamed")
+
+    def stream(self, request: CompletionRequest, on_text: TextSink, control: StreamControl) -> Completion:
+        self.streams.append(request)
+        text = '{"vendor": "Acme"}' if len(self.streams) <= self.broken else VALID
+        pieces = [text[: len(text) // 2], text[len(text) // 2 :]]
+        for piece in pieces:
+            on_text(piece)
+        return Completion(text=text, usage=USAGE)
+
+
+def test_a_streamed_extract_answer_is_checked_whole_and_an_invalid_one_streams_again_as_the_next_attempt(
+    extract_world: Callable[..., World],
+) -> None:
+    model = StreamingJson(broken=1)
+    world = extract_world(model)
+    job = extract_job(world, stream=True)
+
+    world.deliver(job)
+
+    done = world.current(job)
+    assert (done.status, done.output_attempt, done.result_attempt) == (JobStatus.SUCCEEDED, 2, 2)
+    assert done.usage == usage_of(2)
+    assert [request.response_schema for request in model.streams] == [
+        ResponseSchema("extraction", INVOICE)
+    ] * 2
+    # The result is the second attempt's text as it streamed, and it parses to the object
+    streamed = "".join(event.text for event in world.events.of(job.job_id, 2))
+    assert json.loads(streamed) == result_of(world, job) == {"vendor": "Acme", "total": 12.5}

@@ -16,8 +16,10 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from infra.names import DEFAULT_METRICS_NAMESPACE
+from shared.contract import Operation
 from shared.plan_parameters import (
     DEFAULT_CHUNK_TOKENS,
+    DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS,
     DEFAULT_STEP_OUTPUT_TOKENS,
     PLAN_VERSION,
     PlanParameters,
@@ -182,6 +184,10 @@ class StageConfig(BaseModel):
     step_output_tokens: int = Field(
         default=DEFAULT_STEP_OUTPUT_TOKENS, alias="stepOutputTokens", ge=16, le=16_384
     )
+    # extract's steps answer with JSON objects (DESIGN.md, "Structured extraction"): their own budget.
+    extract_step_output_tokens: int = Field(
+        default=DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS, alias="extractStepOutputTokens", ge=16, le=16_384
+    )
     step_concurrency: int = Field(default=4, alias="stepConcurrency", ge=1, le=32)
 
     # Streaming output (DESIGN.md, "Streaming output"): the worker writes an event when its buffer
@@ -314,10 +320,14 @@ class StageConfig(BaseModel):
             )
             if broken
         ]
-        try:
-            check_plan_parameters(self.plan)
-        except ValueError as error:
-            problems.append(str(error))
+        for parameters, operations in (
+            (self.plan, [op for op in Operation if op is not Operation.EXTRACT]),
+            (self.extract_plan, [Operation.EXTRACT]),
+        ):
+            try:
+                check_plan_parameters(parameters, operations)
+            except ValueError as error:
+                problems.append(str(error))
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -337,6 +347,11 @@ class StageConfig(BaseModel):
             chunk_tokens=self.chunk_tokens,
             step_output_tokens=self.step_output_tokens,
         )
+
+    @property
+    def extract_plan(self) -> PlanParameters:
+        """What submit plans new extract jobs with: their steps' own output budget."""
+        return self.plan.model_copy(update={"step_output_tokens": self.extract_step_output_tokens})
 
     @property
     def jobs_queue_visibility_seconds(self) -> int:

@@ -96,6 +96,7 @@ def submit_environment(
             "plan_version": config.plan_version,
             "chunk_tokens": config.chunk_tokens,
             "step_output_tokens": config.step_output_tokens,
+            "extract_step_output_tokens": config.extract_step_output_tokens,
             # New jobs get their first sweep time from it: it must agree with the sweeper's.
             "sweep_look_seconds": config.sweep_look_seconds,
             # The time the sweeper first looks at a new job's budget reservation: the sweeper's grace.

@@ -117,8 +117,8 @@ API_LAYER = LayerSpec(
 )
 WORKER_LAYER = LayerSpec(
     "worker",
-    (*API_LAYER.packages, "openai"),
-    "outlast dependencies with the model SDK (worker)",
+    (*API_LAYER.packages, "openai", "jsonschema"),
+    "outlast dependencies with the model SDK and the answers' validator (worker)",
 )
 INGEST_LAYER = LayerSpec(
     "ingest",

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 from outlast.api.http import (
     STATUSES,
@@ -114,18 +115,21 @@ class Client:
         text: str,
         *,
         labels: Sequence[str] | None = None,
+        schema: Mapping[str, Any] | None = None,
         model: str | None = None,
         max_output_tokens: int | None = None,
         stream: bool = False,
         idempotency_key: str | None = None,
     ) -> StatusDocument:
         """Submit a job (the same idempotency key always gets the same job: retries are safe);
-        `stream`: write its output as it is generated (`follow_output` reads it as it grows)."""
+        extract takes the JSON Schema of the object to extract as `schema`; `stream`: write its
+        output as it is generated (`follow_output` reads it as it grows)."""
         options = JobOptions.model_validate(
             {
                 key: value
                 for key, value in (
                     ("labels", list(labels or [])),
+                    ("schema", dict(schema or {})),
                     ("model", model),
                     ("maxOutputTokens", max_output_tokens),
                     ("stream", stream),

@@ -1,6 +1,7 @@
 """`make demo`: start the local stack, run a handful of jobs through the HTTP API, show them, stop.
 
-Each job shows one promise: a success per operation, one that succeeds after two 429s from the
+Each job shows one promise: a success per operation (extract's a JSON object that matches its
+schema), one that succeeds after two 429s from the
 provider, one that fails for a terminal reason (with a safe error code), one canceled while it
 runs, and a 200 KB document summarized in checkpointed steps, its progress shown as it moves.
 Everything goes through the same handlers and HTTP API as in AWS, each function under its own
@@ -9,6 +10,7 @@ role from the template: the demo ends by saying how many calls a role denied (it
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
@@ -56,6 +58,25 @@ JOBS = (
             "operation": "classify",
             "input": {"text": "My invoice was charged twice and I need a refund for the billing error."},
             "options": {"labels": ["billing", "shipping", "technical"]},
+        },
+    ),
+    DemoJob(
+        "extract (JSON)",
+        {
+            "operation": "extract",
+            "input": {"text": "Acme Tools invoiced 3 hammers on 2 May; the invoice is unpaid."},
+            "options": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "vendor": {"type": "string"},
+                        "items": {"type": "integer"},
+                        "paid": {"type": "boolean"},
+                    },
+                    "required": ["vendor", "items", "paid"],
+                    "additionalProperties": False,
+                }
+            },
         },
     ),
     DemoJob(
@@ -143,8 +164,10 @@ def _report(client: HttpApi, ids: dict[str, DemoJob]) -> int:
         if document["error"]:
             line += f"  error={document['error']['code']}"
         if status == "Succeeded":
-            result = client.get_result(job_id).body
-            line += f"  output={result['output'][:70]!r}"
+            output = client.get_result(job_id).body["output"]
+            # An extract job's output is its JSON object: shown as the JSON it is.
+            shown = output if isinstance(output, str) else json.dumps(output)
+            line += f"  output={shown[:70]!r}"
         _say(line)
     return 1 if unfinished else 0
 

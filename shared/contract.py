@@ -6,7 +6,7 @@ changed here changes the published contract, and the drift test says so.
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, Strict, model_validator
 from pydantic.alias_generators import to_camel
@@ -36,6 +36,11 @@ class Operation(StrEnum):
     SUMMARIZE = "summarize"
     ANALYZE = "analyze"
     CLASSIFY = "classify"
+    EXTRACT = "extract"
+
+
+# What a result's `output` holds: text, or (extract) the JSON value the schema describes.
+OutputFormat = Literal["text", "json"]
 
 
 def _without_null_branches(schema: dict[str, Any]) -> None:
@@ -113,14 +118,38 @@ class JobOptions(StrictRequestModel):
         Annotated[list[Label], Field(min_length=1, max_length=MAX_LABELS), AfterValidator(_labels_distinct)]
         | None
     ) = None
+    # Not `schema`: that name shadows a BaseModel attribute. Whether the schema is inside the strict
+    # subset is the submit's check (shared.extraction.schema_subset): `invalid_schema` names where.
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        alias="schema",
+        description=(
+            "For extract (required there, refused elsewhere): the JSON Schema of the object to "
+            "extract, in the subset strict structured outputs accept (an object root; every object "
+            "lists all its properties in `required` and sets `additionalProperties: false`; string, "
+            "number, integer, boolean, null, array, object, enum, anyOf; at most 100 properties, 5 "
+            "levels of objects and 15,000 bytes)."
+        ),
+        json_schema_extra={
+            "examples": [
+                {
+                    "type": "object",
+                    "properties": {"vendor": {"type": "string"}, "total": {"type": "number"}},
+                    "required": ["vendor", "total"],
+                    "additionalProperties": False,
+                }
+            ]
+        },
+    )
     stream: (
         Annotated[
             bool,
             Strict(),
             Field(
                 description=(
-                    "Stream the output as it is written (summarize and analyze): read it from "
-                    "GET /v1/jobs/{id}/output or follow the job over the WebSocket."
+                    "Stream the output as it is written (summarize, analyze and extract, whose "
+                    "streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or "
+                    "follow the job over the WebSocket."
                 )
             ),
         ]
@@ -129,8 +158,8 @@ class JobOptions(StrictRequestModel):
 
 
 # Operations whose output may be streamed (DESIGN.md, "Streaming output"): classify answers one
-# label, nothing to watch grow. Extract joins this set when it exists.
-STREAMING_OPERATIONS = frozenset({Operation.SUMMARIZE, Operation.ANALYZE})
+# label, nothing to watch grow. extract streams its JSON document as it is generated.
+STREAMING_OPERATIONS = frozenset({Operation.SUMMARIZE, Operation.ANALYZE, Operation.EXTRACT})
 # Options added after the first release, at their default value: left out of the fingerprint, so a
 # retry that spells a default out (or leaves it out) still replays (DESIGN.md, "Streaming output").
 # The tier option joins with `"tier": "standard"`.
@@ -145,12 +174,17 @@ class SubmitRequest(StrictRequestModel):
     options: JobOptions | None = None
 
     @model_validator(mode="after")
-    def _labels_match_operation(self) -> Self:
+    def _options_match_operation(self) -> Self:
         labels = self.options.labels if self.options else None
         if self.operation is Operation.CLASSIFY and not labels:
             raise PydanticCustomError("labels_required", "classify needs options.labels")
         if self.operation is not Operation.CLASSIFY and labels is not None:
             raise PydanticCustomError("labels_not_allowed", "options.labels is only for classify")
+        schema = self.options.output_schema if self.options else None
+        if self.operation is Operation.EXTRACT and schema is None:
+            raise PydanticCustomError("schema_required", "extract needs options.schema")
+        if self.operation is not Operation.EXTRACT and schema is not None:
+            raise PydanticCustomError("schema_not_allowed", "options.schema is only for extract")
         return self
 
     @model_validator(mode="after")
@@ -264,7 +298,13 @@ class ResultDocument(ResponseModel):
 
     job_id: str
     operation: Operation
-    output: str
+    output: str | dict[str, Any] = Field(
+        description=(
+            "The job's output: text (outputFormat `text`), or for extract the JSON object that "
+            "matches the job's schema (outputFormat `json`)."
+        )
+    )
+    output_format: OutputFormat = Field(description="`json` for extract, `text` for the other operations.")
     usage: UsageDocument | None
 
 

@@ -45,6 +45,13 @@ class ModelNotAllowedError(InvalidRequestError):
     code = "model_not_allowed"
 
 
+class InvalidSchemaError(InvalidRequestError):
+    """extract's `options.schema` leaves the subset strict structured outputs accept; the detail
+    names the JSON pointer of the first problem."""
+
+    code = "invalid_schema"
+
+
 class InvalidCursorError(OutlastError):
     code = "invalid_cursor"
 
@@ -149,6 +156,22 @@ class TerminalProviderError(ProviderError):
         super().__init__(detail)
         self.job_code = job_code
         self.usage = usage
+
+
+class InvalidAnswerError(ProviderError):
+    """A structured answer that is not JSON or breaks its schema (DESIGN.md, "Structured
+    extraction"): asked once more within the claim, then the job fails `invalid_output`.
+
+    `usage`: the call was billed all the same; `problem`: the JSON pointer where the answer broke
+    the schema ("" when it was not JSON at all), for the logs.
+    """
+
+    code = "provider_invalid_answer"
+
+    def __init__(self, detail: str, usage: object | None = None, problem: str = "") -> None:
+        super().__init__(detail)
+        self.usage = usage
+        self.problem = problem
 
 
 class UnknownPromptVersionError(Exception):

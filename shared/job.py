@@ -2,7 +2,7 @@
 
 import json
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -238,6 +238,9 @@ class JobInput(BaseModel):
     text: str
     max_output_tokens: int | None = None
     labels: tuple[str, ...] | None = None
+    # extract's JSON Schema (DESIGN.md, "Structured extraction"): it shapes every call of the job,
+    # so it lives with the input, in the job item when both are small, else beside it or in S3.
+    output_schema: dict[str, Any] | None = None
 
     def body(self) -> str:
         """The JSON a job item carries inline: no job id (the item's key says it), no empty options."""

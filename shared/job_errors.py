@@ -14,6 +14,9 @@ ERROR_MESSAGES: dict[str, str] = {
     "retries_exhausted": "The job did not complete within its attempts.",
     "input_missing": "The job's input is no longer available.",
     "worker_crashed": "The job stopped the worker running it each time it ran alone, so it was not retried.",
+    # Structured extraction (DESIGN.md): the answer must match the job's schema.
+    "invalid_output": "The model's answer did not match the schema, also when asked again.",
+    "output_truncated": "The model's answer was cut by its token limit before it was complete.",
 }
 
 

@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 PLAN_VERSION = "plan-v1"
 DEFAULT_CHUNK_TOKENS = 6_000
 DEFAULT_STEP_OUTPUT_TOKENS = 800
+# extract's steps answer with JSON objects under a schema (DESIGN.md, "Structured extraction"): a
+# budget of their own, stored on an extract job as its `step_output_tokens`.
+DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS = 1_500
 
 
 class PlanParameters(BaseModel):

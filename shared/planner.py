@@ -33,18 +33,25 @@ encoding is at most 4 T bytes.
   every call is capped, so `token_bound` is a bound on what a job can cost.
 - Step ids are stable and unique within a plan: `s0000` (the one step of a one-step job),
   `m0003` (the map step of chunk 3, counted from 0), `r1-0000` (the first reduce of level 1).
+- `extract` (DESIGN.md, "Structured extraction") plans like summarize, and every call answers
+  under a schema (`step_schema`): the final step under the job's own, every other step under its
+  nullable variant, so a part that does not state a field can say null instead of inventing it.
+  Its `step_output_tokens` is the stage's extract setting, stored on the job like the others'.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from shared.contract import MAX_OUTPUT_TOKENS, Operation
-from shared.job import Usage
+from shared.extraction.nullable import nullable_variant
+from shared.extraction.schema_subset import schema_bytes
+from shared.job import JobInput, JobRecord, Usage
 from shared.plan_parameters import PlanParameters
 from shared.prompts import PromptTemplate, template_for_version, template_named
 
@@ -64,6 +71,9 @@ MESSAGE_OVERHEAD_TOKENS = 8
 # counts the usage the provider reported. A run that used more than it reserved is counted in full
 # and reported (the BudgetOverruns metric), so a wrong factor shows as an alarm, not as lost tokens.
 REREAD_TOKENS_PER_OUTPUT_TOKEN = 2
+# An extract call whose answer breaks its schema is asked once more within the claim (DESIGN.md,
+# "Structured extraction"), so the bound counts every structured call twice.
+ASKS_PER_STRUCTURED_CALL = 2
 
 # Placeholders as wide as any real part number, so the map overhead does not depend on the
 # number of chunks it helps decide.
@@ -88,12 +98,18 @@ class _Recipe:
 # Every plan version ever shipped stays here, like the prompt versions it names.
 _RECIPES: dict[str, _Recipe] = {
     "plan-v1": _Recipe(
+        # extract joined plan-v1 with its prompts: no job of another operation plans differently.
         map_versions={
             Operation.SUMMARIZE: "summarize-map-v1",
             Operation.ANALYZE: "analyze-map-v1",
             Operation.CLASSIFY: "classify-map-v1",
+            Operation.EXTRACT: "extract-map-v1",
         },
-        reduce_versions={Operation.SUMMARIZE: "summarize-reduce-v1", Operation.ANALYZE: "analyze-reduce-v1"},
+        reduce_versions={
+            Operation.SUMMARIZE: "summarize-reduce-v1",
+            Operation.ANALYZE: "analyze-reduce-v1",
+            Operation.EXTRACT: "extract-reduce-v1",
+        },
     ),
 }
 
@@ -132,7 +148,10 @@ class Step:
 
 @dataclass(frozen=True)
 class StepPlan:
-    """Every model call a job makes, in an order that runs each step after its inputs."""
+    """Every model call a job makes, in an order that runs each step after its inputs.
+
+    `schema` is extract's JSON Schema (None for the other operations): see `step_schema`.
+    """
 
     operation: Operation
     parameters: PlanParameters
@@ -141,6 +160,7 @@ class StepPlan:
     chunks: tuple[str, ...]
     steps: tuple[Step, ...]
     reduction: Reduction
+    schema: Mapping[str, Any] | None = None
 
     @property
     def total_steps(self) -> int:
@@ -305,10 +325,13 @@ def _reduce_fits(operation: Operation, parameters: PlanParameters, children: int
     )
 
 
-def check_plan_parameters(parameters: PlanParameters) -> None:
-    """Raise ValueError unless chunk_tokens >= 2 x step_output_tokens + the reduce prompt's overhead."""
+def check_plan_parameters(parameters: PlanParameters, operations: Iterable[Operation] | None = None) -> None:
+    """Raise ValueError unless chunk_tokens >= 2 x step_output_tokens + the reduce prompt's overhead,
+    for each of `operations` that reduces by a model call (default: every one of the plan version)."""
     recipe = _recipe(parameters.plan_version)
-    for operation in recipe.reduce_versions:
+    for operation in recipe.reduce_versions if operations is None else operations:
+        if operation not in recipe.reduce_versions:
+            continue
         if not _reduce_fits(operation, parameters, 2):
             overhead = reduce_overhead_tokens(operation, parameters.plan_version, 2)
             needed = 2 * parameters.step_output_tokens + overhead
@@ -321,7 +344,7 @@ def check_plan_parameters(parameters: PlanParameters) -> None:
 
 def reduce_group_size(operation: Operation, parameters: PlanParameters, limit: int) -> int:
     """The most outputs one reduce combines (at least 2, at most `limit`) within `chunk_tokens`."""
-    check_plan_parameters(parameters)
+    check_plan_parameters(parameters, (operation,))
     size = 2
     while size < limit and _reduce_fits(operation, parameters, size + 1):
         size += 1
@@ -339,24 +362,43 @@ def plan_job(
     prompt_version: str,
     labels: tuple[str, ...] | None = None,
     max_output_tokens: int | None = None,
+    schema: Mapping[str, Any] | None = None,
 ) -> StepPlan:
     """A job's plan: one step when the text fits one chunk, else map steps, then reduce levels or a vote.
 
     The final call's `max_tokens` is `max_output_tokens`, or `MAX_OUTPUT_TOKENS` when the job set none.
+    `schema` is extract's (it shapes the answers, not the chunks: it is no part of the messages).
     """
-    check_plan_parameters(parameters)
+    check_plan_parameters(parameters, (operation,))
     final_max_tokens = MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens
     chunks = tuple(chunk_text(text, chunk_budget_tokens(operation, parameters, labels)))
     if len(chunks) <= 1:
         single = Step("s0000", StepKind.SINGLE, 0, 0, (), final_max_tokens)
-        return StepPlan(operation, parameters, prompt_version, labels, (text,), (single,), Reduction.NONE)
+        return StepPlan(
+            operation, parameters, prompt_version, labels, (text,), (single,), Reduction.NONE, schema
+        )
     sot = parameters.step_output_tokens
     maps = tuple(Step(f"m{index:04d}", StepKind.MAP, 0, index, (), sot) for index in range(len(chunks)))
     if operation is Operation.CLASSIFY:
         return StepPlan(operation, parameters, prompt_version, labels, chunks, maps, Reduction.VOTE)
     group_size = reduce_group_size(operation, parameters, len(maps))
     reduces = _reduce_levels([step.step_id for step in maps], group_size, sot, final_max_tokens)
-    return StepPlan(operation, parameters, prompt_version, labels, chunks, maps + reduces, Reduction.MODEL)
+    return StepPlan(
+        operation, parameters, prompt_version, labels, chunks, maps + reduces, Reduction.MODEL, schema
+    )
+
+
+def plan_of(job: JobRecord, job_input: JobInput) -> StepPlan:
+    """The plan of a stored job: its input, with the parameters and prompt version stored on it."""
+    return plan_job(
+        job_input.text,
+        job.operation,
+        job.plan,
+        prompt_version=job.prompt_version,
+        labels=job_input.labels,
+        max_output_tokens=job_input.max_output_tokens,
+        schema=job_input.output_schema,
+    )
 
 
 def _reduce_levels(
@@ -394,6 +436,16 @@ def _balanced_groups(items: list[str], group_size: int) -> list[list[str]]:
         groups.append(items[start : start + size])
         start += size
     return groups
+
+
+def step_schema(plan: StepPlan, step: Step) -> dict[str, Any] | None:
+    """The schema a step answers under: None but for extract; the job's own for the step whose
+    output is the result, its nullable variant for every other (a map step sees one part; a reduce
+    that is not the last merges some of the parts, and may still not have found a field)."""
+    if plan.schema is None:
+        return None
+    schema = dict(plan.schema)
+    return schema if step == plan.final_step else nullable_variant(schema)
 
 
 def ready_steps(plan: StepPlan, completed: Collection[str]) -> list[Step]:
@@ -475,15 +527,23 @@ def token_bound(plan: StepPlan) -> int:
     calls that report usage, which are one written call per step plus at most one terminal
     failure (a retried transient failure reports none, and a call whose output was never written
     is not in the sum).
+
+    An extract call also sends its schema (`step_schema`), counted at its bytes, and may be asked
+    twice: each of its calls counts `ASKS_PER_STRUCTURED_CALL` times.
     """
     child_bound = plan.parameters.step_output_tokens * REREAD_TOKENS_PER_OUTPUT_TOKEN
     total = 0
     for step in plan.steps:
+        call = 0
         if step.kind is StepKind.REDUCE:
             messages = step_messages(plan, step, [""] * len(step.inputs))
-            total += child_bound * len(step.inputs)
+            call += child_bound * len(step.inputs)
         else:
             messages = step_messages(plan, step)
-        total += _text_bytes(messages) + MESSAGE_OVERHEAD_TOKENS * len(messages)
-        total += step.max_tokens
+        call += _text_bytes(messages) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+        call += step.max_tokens
+        schema = step_schema(plan, step)
+        if schema is not None:
+            call = ASKS_PER_STRUCTURED_CALL * (call + schema_bytes(schema))
+        total += call
     return total

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.errors import ConditionFailedError
 from shared.lifecycle import TERMINAL, JobStatus
@@ -314,21 +314,34 @@ class JobQueue(Protocol):
 
 
 @dataclass(frozen=True)
+class ResponseSchema:
+    """A structured answer's format (extract): a name and a JSON Schema in the strict subset."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class CompletionRequest:
-    """One model call: which model, the rendered messages, and the output cap."""
+    """One model call: which model, the rendered messages, the output cap, and for extract the
+    schema the answer must match (sent as strict structured outputs)."""
 
     model: str
     messages: list[dict[str, str]]
     max_output_tokens: int | None
+    response_schema: ResponseSchema | None = None
 
 
 @dataclass(frozen=True)
 class Completion:
-    """What the model answered and what it cost (and, streamed, the output attempt that wrote it)."""
+    """What the model answered and what it cost (and, streamed, the output attempt that wrote it);
+    `truncated`: the answer stopped at its token cap (finish_reason `length`), which a structured
+    answer cannot survive."""
 
     text: str
     usage: Usage | None
     output_attempt: int | None = None
+    truncated: bool = False
 
 
 class StreamControl:

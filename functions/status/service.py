@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from functions.status.dependencies import StatusDependencies
 from shared import budgets
 from shared.clock import truncate_to_millis
-from shared.contract import JobPage, OutputPage, ResultDocument
+from shared.contract import JobPage, Operation, OutputPage, ResultDocument
 from shared.errors import (
     JobNotCancelableError,
     JobNotFoundError,
@@ -56,10 +57,13 @@ def get_result(deps: StatusDependencies, caller: Caller, job_id: str) -> ResultD
     if result is None:
         logger.error("result missing for a succeeded job")
         raise StorageUnavailableError("The result is not readable right now; retry shortly.")
+    # extract's output is stored as the JSON text its worker validated; the caller gets the value.
+    structured = job.operation is Operation.EXTRACT
     return ResultDocument(
         job_id=job.job_id,
         operation=job.operation,
-        output=result.output,
+        output=json.loads(result.output) if structured else result.output,
+        output_format="json" if structured else "text",
         usage=job.usage.document() if job.usage else None,
     )
 

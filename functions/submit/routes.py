@@ -62,6 +62,7 @@ IdempotencyKeyHeader = Annotated[
             "invalid_request",
             "invalid_json",
             "model_not_allowed",
+            "invalid_schema",
             "missing_idempotency_key",
             "invalid_idempotency_key",
             "idempotency_key_reused",

@@ -23,9 +23,11 @@ from shared.contract import SubmitRequest
 from shared.errors import (
     BudgetExceededError,
     IdempotencyKeyReusedError,
+    InvalidSchemaError,
     ModelNotAllowedError,
     RateLimitedError,
 )
+from shared.extraction.schema_subset import schema_problem
 from shared.idempotency import fingerprint, scope_hash
 from shared.ids import new_job_id, new_sequence_id
 from shared.job import BlobLocation, BudgetHold, Caller, IdempotencyRecord, JobInput, JobRecord
@@ -57,6 +59,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     released by the sweeper once the claim has expired.
     """
     settings = deps.settings
+    _check_schema(request)
     now = truncate_to_millis(deps.clock.now())
     job_fingerprint = fingerprint(request.client_fields())
     scope = scope_hash(caller, key)
@@ -81,7 +84,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         prompt_version=template_for(request.operation).version,
         max_attempts=settings.max_attempts,
         job_expires_at=now + timedelta(days=settings.job_retention_days),
-        plan=settings.plan,
+        plan=settings.plan_for(request.operation),
     )
     existing = deps.repository.claim_idempotency_key(proposed, now)
     if existing is not None and existing.fingerprint != job_fingerprint:
@@ -102,6 +105,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         text=request.input.text,
         max_output_tokens=request.options.max_output_tokens if request.options else None,
         labels=tuple(request.options.labels) if request.options and request.options.labels else None,
+        output_schema=request.options.output_schema if request.options else None,
     )
     plan = plan_job(
         job_input.text,
@@ -110,6 +114,7 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         prompt_version=claim.prompt_version,
         labels=job_input.labels,
         max_output_tokens=job_input.max_output_tokens,
+        schema=job_input.output_schema,
     )
     hold = _reserve_budget(deps, caller, claim, plan, now=now, own_claim=claim if existing is None else None)
     job = _job_from_claim(claim, caller, request, "item", plan.total_steps, hold=hold)
@@ -134,6 +139,19 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     current = deps.repository.get_job(job.job_id)
     logger.info("job replayed")
     return SubmitOutcome(job=current or job, replayed=True)
+
+
+def _check_schema(request: SubmitRequest) -> None:
+    """extract's schema must be in the strict subset: refused before anything is written, with
+    where it first leaves it (no validator library: shared.extraction.schema_subset walks it)."""
+    schema = request.options.output_schema if request.options else None
+    if schema is None:
+        return
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise InvalidSchemaError(
+            f"options.schema is outside the supported subset at {problem.pointer}: {problem.reason}."
+        )
 
 
 def _replay_of_accepted(

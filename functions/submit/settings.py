@@ -2,8 +2,10 @@
 
 from pydantic import Field
 
+from shared.contract import Operation
 from shared.plan_parameters import (
     DEFAULT_CHUNK_TOKENS,
+    DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS,
     DEFAULT_STEP_OUTPUT_TOKENS,
     PLAN_VERSION,
     PlanParameters,
@@ -19,12 +21,17 @@ class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
     plan_version: str = Field(default=PLAN_VERSION, alias="PLAN_VERSION", min_length=1)
     chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, alias="CHUNK_TOKENS", ge=1)
     step_output_tokens: int = Field(default=DEFAULT_STEP_OUTPUT_TOKENS, alias="STEP_OUTPUT_TOKENS", ge=1)
+    extract_step_output_tokens: int = Field(
+        default=DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS, alias="EXTRACT_STEP_OUTPUT_TOKENS", ge=1
+    )
 
-    @property
-    def plan(self) -> PlanParameters:
-        """The plan parameters new jobs are planned (and forever after replanned) with."""
+    def plan_for(self, operation: Operation) -> PlanParameters:
+        """The plan parameters new jobs of an operation are planned (and forever after replanned)
+        with: extract's steps have their own output budget, stored as the job's stepOutputTokens."""
         return PlanParameters(
             plan_version=self.plan_version,
             chunk_tokens=self.chunk_tokens,
-            step_output_tokens=self.step_output_tokens,
+            step_output_tokens=(
+                self.extract_step_output_tokens if operation is Operation.EXTRACT else self.step_output_tokens
+            ),
         )

@@ -15,11 +15,13 @@ import boto3
 from functions.worker.settings import WorkerSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.dynamodb_output import DynamoOutputEventStore
+from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.clock import Clock, SystemClock
+from shared.extraction.answers import SchemaValidator
 from shared.lazy import CLIENT_LOCK, once
 from shared.output_ports import OutputEventStore
 from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore, StepStore
@@ -48,6 +50,7 @@ class WorkerDependencies:
     queues: Mapping[Lane, JobQueue]  # each with its own DLQ, for poison from that queue
     clock: Clock
     provider: Callable[[], ModelProvider]
+    validator: SchemaValidator  # extract's answers (its library is imported by the first one)
     executor: ThreadPoolExecutor  # AWS requests
     model_executor: ThreadPoolExecutor  # model calls
     random: Callable[[], float]
@@ -84,6 +87,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         clock=SystemClock(),
         # Once, whichever job asks first: a batch's first jobs ask at the same time, on pool threads.
         provider=once(build_provider, _PROVIDER_LOCK),
+        validator=JsonSchemaValidator(),
         executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
         model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,

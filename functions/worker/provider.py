@@ -66,8 +66,12 @@ class OpenAIChatProvider:
         if choice is not None and choice.finish_reason == "content_filter":
             # Refused after generating: the tokens were billed, so the job keeps its usage.
             raise TerminalProviderError("content_policy", "The provider filtered the output.", usage=usage)
+        if choice is not None and choice.message.refusal:
+            # A structured call the model declined: its refusal text is no answer to the schema.
+            raise TerminalProviderError("content_policy", "The model refused the request.", usage=usage)
         text = (choice.message.content or "") if choice is not None else ""
-        return Completion(text=text.strip(), usage=usage)
+        truncated = choice is not None and choice.finish_reason == "length"
+        return Completion(text=text.strip(), usage=usage, truncated=truncated)
 
     def stream(self, request: CompletionRequest, on_text: TextSink, control: StreamControl) -> Completion:
         """One streaming call (`stream_options.include_usage`): each piece of text goes to `on_text`
@@ -112,6 +116,17 @@ def _arguments(request: CompletionRequest) -> dict[str, Any]:
     arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
     if request.max_output_tokens is not None:
         arguments["max_tokens"] = request.max_output_tokens
+    if request.response_schema is not None:
+        # Strict structured outputs (DESIGN.md, "Structured extraction"): the provider holds the
+        # answer to the schema; the worker checks it all the same before it is kept.
+        arguments["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": request.response_schema.name,
+                "schema": request.response_schema.schema,
+                "strict": True,
+            },
+        }
     return arguments
 
 
@@ -122,6 +137,7 @@ class _Received:
         self.pieces: list[str] = []
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        self.refused = False  # a structured call the model declined (its refusal is not streamed on)
 
     def take(self, chunk: Any, on_text: TextSink) -> None:
         if chunk.usage is not None:
@@ -133,6 +149,8 @@ class _Received:
             if content:
                 self.pieces.append(content)
                 on_text(content)
+            if choice.delta is not None and choice.delta.refusal:
+                self.refused = True
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
 
@@ -149,7 +167,10 @@ class _Received:
             raise TransientProviderError("The provider's stream ended before it finished.", usage=usage)
         if self.finish_reason == "content_filter":
             raise TerminalProviderError("content_policy", "The provider filtered the output.", usage=usage)
-        return Completion(text="".join(self.pieces).strip(), usage=usage)
+        if self.refused:
+            raise TerminalProviderError("content_policy", "The model refused the request.", usage=usage)
+        truncated = self.finish_reason == "length"
+        return Completion(text="".join(self.pieces).strip(), usage=usage, truncated=truncated)
 
 
 def _retry_after(error: openai.APIStatusError) -> float | None:

@@ -16,7 +16,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -25,15 +25,16 @@ from functions.worker.dependencies import WorkerDependencies
 from functions.worker.signals import CancelObserved, LeaseLost, OutputWriteFailed, ReleaseNeeded, RetryLater
 from functions.worker.steps import StepLoop, StepsStopped
 from functions.worker.streaming import StreamingCall
+from functions.worker.structured import checked, checked_answer, invalid_output, response_schema
 from shared.clock import truncate_to_millis
-from shared.errors import TerminalProviderError, TransientProviderError
+from shared.errors import InvalidAnswerError, TerminalProviderError, TransientProviderError
 from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage, add_usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
 from shared.payload_reads import input_of
-from shared.planner import Step, StepPlan, final_output, plan_job
+from shared.planner import Step, StepPlan, final_output, plan_of
 from shared.ports import (
     Completion,
     CompletionRequest,
@@ -203,14 +204,7 @@ class JobWorker:
             await self._fail(run, "input_missing")
             return
         # The same plan as at submit: the same text and the parameters stored on the job.
-        plan = plan_job(
-            job_input.text,
-            job.operation,
-            job.plan,
-            prompt_version=job.prompt_version,
-            labels=job_input.labels,
-            max_output_tokens=job_input.max_output_tokens,
-        )
+        plan = plan_of(job, job_input)
         if plan.total_steps > 1:
             await self._run_steps(run, plan)
             return
@@ -220,26 +214,27 @@ class JobWorker:
             messages=template.render(job_input.text, job_input.labels),
             # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
             max_output_tokens=plan.steps[0].max_tokens,
+            response_schema=response_schema(plan, plan.steps[0]),
         )
+        # `run.usage` may hold a refused structured answer's tokens already (`_answer`): whatever
+        # ends the claim adds its own to them.
         try:
-            completion = await (
-                self._stream_under_lease(run, request) if job.stream else self._call_under_lease(run, request)
-            )
+            completion = await self._answer(run, request)
         except TransientProviderError as error:
             # A stream cut mid-way generated (and was billed for) part of an answer: counted by estimate.
-            run.usage = error.usage if isinstance(error.usage, Usage) else None
+            run.usage = add_usage(run.usage, error.usage if isinstance(error.usage, Usage) else None)
             await self._retry_or_exhaust(run, error.retry_after)
         except TerminalProviderError as error:
-            run.usage = error.usage if isinstance(error.usage, Usage) else None
+            run.usage = add_usage(run.usage, error.usage if isinstance(error.usage, Usage) else None)
             await self._fail(run, error.job_code)
         except CancelObserved:
-            run.usage = await self._stop_stream(run)
+            run.usage = add_usage(run.usage, await self._stop_stream(run))
             await self._cancel(run)
         except ReleaseNeeded:
-            run.usage = await self._stop_stream(run)
+            run.usage = add_usage(run.usage, await self._stop_stream(run))
             await self._release(run)
         except OutputWriteFailed as failed:
-            run.usage = failed.usage if isinstance(failed.usage, Usage) else None
+            run.usage = add_usage(run.usage, failed.usage if isinstance(failed.usage, Usage) else None)
             raise
         else:
             await self._succeed(run, completion, job_input.labels)
@@ -308,9 +303,14 @@ class JobWorker:
 
         def start_call(step: Step, request: CompletionRequest) -> asyncio.Future[Completion]:
             # A streaming job streams its final call only; the steps before it are checkpointed as ever.
+            # Every answer is checked against its step's schema (extract) before it may be kept.
             if step == streamed:
-                return self._start_stream(run, provider, request)
-            return loop.run_in_executor(self._deps.model_executor, provider.complete, request)
+                return asyncio.ensure_future(
+                    self._checked(request, self._start_stream(run, provider, request))
+                )
+            return loop.run_in_executor(
+                self._deps.model_executor, checked_answer, provider, self._deps.validator, request
+            )
 
         steps = StepLoop(
             plan,
@@ -400,6 +400,45 @@ class JobWorker:
             result_attempt=stored.output_attempt,
         )
 
+    async def _answer(self, run: _Run, request: CompletionRequest) -> Completion:
+        """The one step's answer, called or streamed. A structured answer that breaks its schema is
+        asked again once in this claim (streamed, as the next output attempt); its tokens stay in
+        `run.usage`, which ends up in the result's usage or in the write that ends the claim. The
+        second such answer fails the job `invalid_output`."""
+        try:
+            return await self._ask(run, request)
+        except InvalidAnswerError as first:
+            run.usage = first.usage if isinstance(first.usage, Usage) else None
+            logger.info("answer does not match the schema; asking again", extra={"problem": first.problem})
+        if self._deadline - time.monotonic() < self._settings.provider_timeout_seconds:
+            # A call started now could outlive the invocation and be paid for again.
+            raise ReleaseNeeded
+        try:
+            second = await self._ask(run, request)
+        except InvalidAnswerError as again:
+            logger.info("answer does not match the schema again", extra={"problem": again.problem})
+            raise invalid_output(again.usage) from None
+        # The result carries every call it took: adopted later, it still counts the first one.
+        refused, run.usage = run.usage, None
+        return replace(second, usage=add_usage(refused, second.usage))
+
+    async def _ask(self, run: _Run, request: CompletionRequest) -> Completion:
+        """One call (streamed for a streaming job), its answer checked against its schema if any."""
+        if run.job.stream:
+            return await self._checked(request, self._stream_under_lease(run, request))
+        return await self._call_under_lease(run, request)
+
+    async def _checked(self, request: CompletionRequest, call: Awaitable[Completion]) -> Completion:
+        """A streamed answer, checked against its schema on a model thread once it is complete (the
+        text streamed as generated; what is kept is that text, once it proved valid)."""
+        completion = await call
+        if request.response_schema is None:
+            return completion
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._deps.model_executor, checked, completion, request, self._deps.validator
+        )
+
     async def _call_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:
         """The model call, with heartbeats every few seconds and a watch on the invocation's deadline."""
         # Built off the event loop: the first build reads the secret and creates a client, which
@@ -410,7 +449,10 @@ class JobWorker:
             await self._heartbeat(run)
         loop = asyncio.get_running_loop()
         return await self._watch(
-            run, loop.run_in_executor(self._deps.model_executor, provider.complete, request)
+            run,
+            loop.run_in_executor(
+                self._deps.model_executor, checked_answer, provider, self._deps.validator, request
+            ),
         )
 
     async def _stream_under_lease(self, run: _Run, request: CompletionRequest) -> Completion:

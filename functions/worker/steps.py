@@ -16,6 +16,12 @@ in flight finish and checkpoint, then raises ReleaseNeeded. Should the deadline 
 (a checkpoint write that hangs), it raises ReleaseNeeded then; a heartbeat or progress write
 that finds a cancel or a lost lease raises CancelObserved or LeaseLost. Answers still in flight
 then are abandoned (their threads end with the SDK's timeout).
+
+extract's steps answer under a schema (functions.worker.structured): an answer is validated
+before it is checkpointed. One that breaks its schema is no checkpoint (its tokens join the extra
+usage) and its step is started once more in this claim, like any ready step; a second such answer
+of the same step fails the job `invalid_output`, and an answer cut by its token limit
+`output_truncated`, as terminal failures.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from functions.worker.signals import ReleaseNeeded
-from shared.errors import ProviderError, TerminalProviderError, TransientProviderError
+from functions.worker.structured import invalid_output, response_schema
+from shared.errors import InvalidAnswerError, ProviderError, TerminalProviderError
 from shared.job import StepOutput, Usage, add_usage
 from shared.planner import Step, StepPlan, ready_steps, step_messages
 from shared.ports import Completion, CompletionRequest
@@ -91,6 +98,7 @@ class StepLoop:
         # claims' as the job carries them, and this claim's.
         self._extra_usage = extra_usage
         self._error: ProviderError | None = None
+        self._reasked: set[str] = set()  # steps whose answer broke their schema once in this claim
         self._last_beat = monotonic()
 
     @property
@@ -153,30 +161,40 @@ class StepLoop:
                 model=self._model,
                 messages=step_messages(self._plan, step, children),
                 max_output_tokens=step.max_tokens,
+                response_schema=response_schema(self._plan, step),
             )
             self._in_flight[self._start_call(step, request)] = step
 
     async def _finished(self, step: Step, future: asyncio.Future[Completion]) -> None:
         error = future.exception()
         if error is None:
-            completion = future.result()
-            stored = await self._checkpoint(step, completion)
-            if (stored.output, stored.usage) != (completion.text, completion.usage):
-                # Another claim checkpointed this step first: its answer stands, and this call
-                # was paid for all the same.
-                self._extra_usage = add_usage(self._extra_usage, completion.usage)
-            self._done[step.step_id] = stored
-            await self._progress(self.completed, self.usage, self._extra_usage)
-            self._last_beat = self._monotonic()  # a progress write extends the lease too
-        elif isinstance(error, TerminalProviderError):
-            # A terminal answer wins over a transient one: retrying cannot help the job.
-            self._error = error
-            if isinstance(error.usage, Usage):  # refused after generating: billed all the same
-                self._extra_usage = add_usage(self._extra_usage, error.usage)
-        elif isinstance(error, TransientProviderError):
-            if not isinstance(self._error, TerminalProviderError):
-                self._error = self._error or error
-            if isinstance(error.usage, Usage):  # a stream cut mid-way: what it generated was billed
-                self._extra_usage = add_usage(self._extra_usage, error.usage)
-        else:
+            await self._kept(step, future.result())
+            return
+        if not isinstance(error, ProviderError):
             raise error  # not the provider's answer: the worker hands the job back
+        # A call refused after generating, cut mid-stream or answered off its schema was billed all
+        # the same: its tokens count as an extra call's.
+        usage = getattr(error, "usage", None)
+        if isinstance(usage, Usage):
+            self._extra_usage = add_usage(self._extra_usage, usage)
+        if isinstance(error, TerminalProviderError):
+            self._error = error  # a terminal answer wins over a transient one: retrying cannot help
+        elif isinstance(error, InvalidAnswerError):
+            # No checkpoint: the step stays ready, and starts again unless this was its second try
+            # in this claim.
+            if step.step_id in self._reasked:
+                self._error = invalid_output()
+            else:
+                self._reasked.add(step.step_id)
+        elif not isinstance(self._error, TerminalProviderError):
+            self._error = self._error or error
+
+    async def _kept(self, step: Step, completion: Completion) -> None:
+        stored = await self._checkpoint(step, completion)
+        if (stored.output, stored.usage) != (completion.text, completion.usage):
+            # Another claim checkpointed this step first: its answer stands, and this call
+            # was paid for all the same.
+            self._extra_usage = add_usage(self._extra_usage, completion.usage)
+        self._done[step.step_id] = stored
+        await self._progress(self.completed, self.usage, self._extra_usage)
+        self._last_beat = self._monotonic()  # a progress write extends the lease too

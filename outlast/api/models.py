@@ -6,7 +6,7 @@ not exactly what the generator makes of the committed document.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, RootModel
 
@@ -135,10 +135,29 @@ class JobOptions(BaseModel):
     model: Annotated[str | None, Field(max_length=100, min_length=1, title="Model")] = (
         None
     )
+    schema_: Annotated[
+        dict[str, Any] | None,
+        Field(
+            alias="schema",
+            description="For extract (required there, refused elsewhere): the JSON Schema of the object to extract, in the subset strict structured outputs accept (an object root; every object lists all its properties in `required` and sets `additionalProperties: false`; string, number, integer, boolean, null, array, object, enum, anyOf; at most 100 properties, 5 levels of objects and 15,000 bytes).",
+            examples=[
+                {
+                    "additionalProperties": False,
+                    "properties": {
+                        "total": {"type": "number"},
+                        "vendor": {"type": "string"},
+                    },
+                    "required": ["vendor", "total"],
+                    "type": "object",
+                }
+            ],
+            title="Schema",
+        ),
+    ] = None
     stream: Annotated[
         bool | None,
         Field(
-            description="Stream the output as it is written (summarize and analyze): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.",
+            description="Stream the output as it is written (summarize, analyze and extract, whose streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.",
             title="Stream",
         ),
     ] = None
@@ -259,13 +278,27 @@ class ResultDocument(BaseModel):
     )
     job_id: Annotated[str, Field(alias="jobId", title="Jobid")]
     operation: Annotated[
-        Literal["summarize", "analyze", "classify"],
+        Literal["summarize", "analyze", "classify", "extract"],
         Field(
             description="What the model is asked to do with the input.",
             title="Operation",
         ),
     ]
-    output: Annotated[str, Field(title="Output")]
+    output: Annotated[
+        str | dict[str, Any],
+        Field(
+            description="The job's output: text (outputFormat `text`), or for extract the JSON object that matches the job's schema (outputFormat `json`).",
+            title="Output",
+        ),
+    ]
+    output_format: Annotated[
+        Literal["text", "json"],
+        Field(
+            alias="outputFormat",
+            description="`json` for extract, `text` for the other operations.",
+            title="Outputformat",
+        ),
+    ]
     usage: UsageDocument | None
 
 
@@ -288,7 +321,7 @@ class StatusDocument(BaseModel):
     expires_at: Annotated[AwareDatetime, Field(alias="expiresAt", title="Expiresat")]
     job_id: Annotated[str, Field(alias="jobId", title="Jobid")]
     operation: Annotated[
-        Literal["summarize", "analyze", "classify"],
+        Literal["summarize", "analyze", "classify", "extract"],
         Field(
             description="What the model is asked to do with the input.",
             title="Operation",
@@ -335,7 +368,7 @@ class SubmitRequest(BaseModel):
     )
     input: JobInputBody
     operation: Annotated[
-        Literal["summarize", "analyze", "classify"],
+        Literal["summarize", "analyze", "classify", "extract"],
         Field(
             description="What the model is asked to do with the input.",
             title="Operation",

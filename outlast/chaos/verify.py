@@ -90,6 +90,7 @@ def request_hashes(run: JobRun, job: JobRecord | None, checkpoints: Mapping[str,
         job.plan if job is not None else PlanParameters(),
         prompt_version=job.prompt_version if job is not None else template_for(operation).version,
         labels=planned.labels,
+        schema=(planned.request.get("options") or {}).get("schema"),
     )
     hashes = set()
     for step in plan.steps:

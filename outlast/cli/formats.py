@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from outlast.api.http import ApiError
-from outlast.api.models import BudgetDocument, StatusDocument
+from outlast.api.models import BudgetDocument, ResultDocument, StatusDocument
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 JOB_COLUMNS = ("JOB ID", "STATUS", "OPERATION", "CREATED", "ATTEMPTS", "ERROR")
@@ -17,6 +18,14 @@ def format_time(value: datetime | None) -> str:
     if value is None:
         return "-"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def format_output(document: ResultDocument) -> str:
+    """A result's output as people read it: text as it is, an extract job's JSON object indented
+    (still JSON: `outlast result ID > out.json` writes a file any JSON reader takes)."""
+    if isinstance(document.output, str):
+        return document.output
+    return json.dumps(document.output, indent=2, ensure_ascii=False)
 
 
 def format_error(document: StatusDocument) -> str:

@@ -7,6 +7,7 @@ result text on stdout, so it can be redirected to a file.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
@@ -33,7 +34,14 @@ from outlast.api.http import (
 from outlast.api.models import JobOptions, JobPage, StatusDocument, SubmitRequest
 from outlast.cli.console import Console
 from outlast.cli.errors import CliError, ExitCode
-from outlast.cli.formats import JOB_COLUMNS, format_budget, format_error, format_status, job_row
+from outlast.cli.formats import (
+    JOB_COLUMNS,
+    format_budget,
+    format_error,
+    format_output,
+    format_status,
+    job_row,
+)
 from outlast.cli.framework import Verb
 from outlast.cli.progress import Progress
 from outlast.cli.session import Session, api_options, guarded, json_option, open_session
@@ -84,12 +92,16 @@ def build_submit_request(
     model: str | None,
     max_output_tokens: int | None,
     *,
+    schema: JsonObject | None = None,
     stream: bool = False,
 ) -> SubmitRequest:
     """The POST /v1/jobs body: options only when given (explicit nulls are a 400); CliError for a
-    body the contract refuses anyway (an empty text, a label of spaces...)."""
+    body the contract refuses anyway (an empty text, a label of spaces...). Whether a schema is in
+    the subset extract takes is the API's to say (400 invalid_schema, with where)."""
     try:
-        return _submit_request(operation, text, labels, model, max_output_tokens, stream=stream)
+        return _submit_request(
+            operation, text, labels, model, max_output_tokens, schema=schema, stream=stream
+        )
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
@@ -105,6 +117,7 @@ def _submit_request(
     model: str | None,
     max_output_tokens: int | None,
     *,
+    schema: JsonObject | None,
     stream: bool,
 ) -> SubmitRequest:
     options = JobOptions.model_validate(
@@ -114,6 +127,7 @@ def _submit_request(
                 ("model", model),
                 ("maxOutputTokens", max_output_tokens),
                 ("labels", list(labels)),
+                ("schema", schema),
                 ("stream", stream),
             )
             if value
@@ -141,6 +155,27 @@ def _read_text(text: str | None, file: str | None) -> str:
         raise CliError(f"{file} is not UTF-8 text") from None
     except OSError as error:
         raise CliError(f"cannot read {file}: {error.strerror or error}") from None
+
+
+def read_schema(value: str | None) -> JsonObject | None:
+    """--schema: the JSON Schema itself (a value that starts with `{`) or the path of a file holding it."""
+    if value is None:
+        return None
+    if value.lstrip().startswith("{"):
+        source, text = "--schema", value
+    else:
+        try:
+            source, text = value, Path(value).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            raise CliError(f"cannot read the schema from {value}: {reason or error}") from None
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        raise CliError(f"{source} is not JSON") from None
+    if not isinstance(schema, dict):
+        raise CliError(f"{source} must be a JSON object (a schema with type object)")
+    return schema
 
 
 def _deadline(timeout: float | None) -> float | None:
@@ -177,12 +212,18 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
         "outlast submit summarize --file report.txt --wait > summary.txt",
         "outlast submit analyze --file report.txt --stream",
         "outlast submit classify --text 'Refund please' --label billing --label support --json",
+        "outlast submit extract --file invoice.txt --schema invoice.schema.json --wait > invoice.json",
     ),
 )
 @click.argument("operation", type=click.Choice(OPERATIONS), metavar="OPERATION")
 @click.option("--text", help="the input text")
 @click.option("--file", metavar="PATH", help="read the input text from PATH (UTF-8; - for stdin)")
 @click.option("--label", "labels", multiple=True, metavar="L", help="a label for classify (repeat it)")
+@click.option(
+    "--schema",
+    metavar="FILE|JSON",
+    help="for extract: the JSON Schema of the object to extract (a file, or the JSON itself)",
+)
 @click.option("--model", help="a model from the API's allowlist")
 @click.option("--max-output-tokens", type=click.IntRange(1, 4096), metavar="N", help="cap on output tokens")
 @click.option(
@@ -194,7 +235,7 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
 @click.option(
     "--stream",
     is_flag=True,
-    help="print the output as it is written (summarize, analyze), until the job ends; with --json, "
+    help="print the output as it is written (summarize, analyze, extract), until the job ends; with --json, "
     "each output event as a JSON line",
 )
 @wait_options
@@ -207,6 +248,7 @@ def submit(
     text: str | None,
     file: str | None,
     labels: tuple[str, ...],
+    schema: str | None,
     model: str | None,
     max_output_tokens: int | None,
     idempotency_key: str | None,
@@ -220,16 +262,22 @@ def submit(
 ) -> int:
     """Submit a job.
 
-    OPERATION is summarize, analyze or classify; the input comes from --text or --file. The
-    idempotency key it prints makes a retry safe: the same key gets the same job. With --stream
-    the output is printed as it is written (after a dropped connection or a retry of the job it
-    goes on from its last event).
+    OPERATION is summarize, analyze, classify or extract; the input comes from --text or --file.
+    extract answers with a JSON object that matches --schema. The idempotency key it prints makes
+    a retry safe: the same key gets the same job. With --stream the output is printed as it is
+    written (after a dropped connection or a retry of the job it goes on from its last event).
     """
     if text is not None and file is not None:
         raise click.UsageError("give the input once: --text or --file")
     _check_timeout(wait or stream, timeout)
     request = build_submit_request(
-        operation, _read_text(text, file), labels, model, max_output_tokens, stream=stream
+        operation,
+        _read_text(text, file),
+        labels,
+        model,
+        max_output_tokens,
+        schema=read_schema(schema),
+        stream=stream,
     )
     console = Console(json_mode)
     session = open_session(console, api_url, profile, token_env)
@@ -306,7 +354,7 @@ def wait_and_report(session: Session, followed: Followed, deadline: float | None
         return ExitCode.STILL_RUNNING
     if status == "Succeeded":
         result = session.call(lambda: session.api.get_result(job_id), "the result request")
-        console.show(result.document.output, result.body)
+        console.show(format_output(result.document), result.body)
         return ExitCode.OK
     if status == "Failed":
         console.note(f"job {job_id} Failed after {document.attempts} attempt(s): {format_error(document)}")
@@ -389,17 +437,21 @@ def status(
     cls=Verb,
     section=SECTION,
     exit_codes={ExitCode.OK: "the output was printed", ExitCode.ERROR: ERROR + "; 409 while not Succeeded"},
-    examples=("outlast result 3f0c... > summary.txt",),
+    examples=("outlast result 3f0c... > summary.txt", "outlast result 3f0c... --json | jq .output.total"),
 )
 @click.argument("job_id")
 @api_options
 @json_option
 @guarded
 def result(job_id: str, api_url: str | None, profile: str | None, token_env: str, json_mode: bool) -> int:
-    """Print a Succeeded job's output."""
+    """Print a Succeeded job's output.
+
+    An extract job's output is its JSON object, printed indented; --json prints the API's document,
+    whose output is that object.
+    """
     session = open_session(Console(json_mode), api_url, profile, token_env)
     answer = session.call(lambda: session.api.get_result(job_id), "the result request")
-    session.console.show(answer.document.output, answer.body)
+    session.console.show(format_output(answer.document), answer.body)
     return ExitCode.OK
 
 

@@ -30,7 +30,7 @@ from shared.budgets import (
     usage_tokens,
 )
 from shared.job import BudgetHold, JobRecord
-from shared.planner import plan_job
+from shared.planner import plan_of
 from shared.ports import PayloadStore
 
 # How long a redrive's reservation waits for the redrive's write before the sweeper may release
@@ -118,14 +118,7 @@ class OperatorBudgets:
         job_input = self._payloads.get_input(job.job_id, job.input_location)
         if job_input is None:
             return None
-        plan = plan_job(
-            job_input.text,
-            job.operation,
-            job.plan,
-            prompt_version=job.prompt_version,
-            labels=job_input.labels,
-            max_output_tokens=job_input.max_output_tokens,
-        )
+        plan = plan_of(job, job_input)
         reservation = new_reservation(
             job.tenant,
             # The run the redrive starts is the job's redriveCount after it (one more than now).

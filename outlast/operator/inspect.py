@@ -23,7 +23,7 @@ from shared.adapters.dynamo_items import INPUT_SORT_VALUE, RESULT_SORT_VALUE, de
 from shared.clock import from_iso, to_iso
 from shared.job import BlobLocation, JobInput, JobRecord, Usage
 from shared.payload_reads import input_of, result_of
-from shared.planner import plan_job
+from shared.planner import plan_of
 from shared.ports import Lane
 
 LEASE_TOKEN_PREFIX = 8
@@ -163,14 +163,7 @@ def _address(target: Target, job_id: str, location: BlobLocation, sort: str, pre
 
 def _steps(target: Target, job: JobRecord, job_input: JobInput, now: datetime) -> list[StepRow]:
     """The plan the worker makes of the stored input, joined with the checkpoints."""
-    plan = plan_job(
-        job_input.text,
-        job.operation,
-        job.plan,
-        prompt_version=job.prompt_version,
-        labels=job_input.labels,
-        max_output_tokens=job_input.max_output_tokens,
-    )
+    plan = plan_of(job, job_input)
     checkpoints = target.steps.get_steps(job.job_id, now) if plan.total_steps > 1 else {}
     rows = []
     for step in plan.steps:

@@ -55,11 +55,20 @@ from shared.ports import Lane, Transition
 # Failures a re-run can fix by itself: the provider kept failing transiently until the attempts ran
 # out. Every other code needs --force: a terminal provider answer (content_policy,
 # context_length_exceeded, invalid_input, provider_auth) repeats unless its cause was fixed (a new
-# key for provider_auth), input_missing repeats unless the input was restored, and worker_crashed
-# (the job took down every worker it ran on alone) repeats unless the worker was fixed.
+# key for provider_auth), and so does an extract answer that broke its schema twice or was cut by
+# its token limit (invalid_output, output_truncated); input_missing repeats unless the input was
+# restored, and worker_crashed (the job took down every worker it ran on alone) repeats unless the
+# worker was fixed.
 REDRIVABLE_ERROR_CODES = frozenset({"retries_exhausted"})
 TERMINAL_ERROR_CODES = frozenset(
-    {"content_policy", "context_length_exceeded", "invalid_input", "provider_auth"}
+    {
+        "content_policy",
+        "context_length_exceeded",
+        "invalid_input",
+        "provider_auth",
+        "invalid_output",
+        "output_truncated",
+    }
 )
 # Every job error code (DESIGN.md, "HTTP contract"): what `--error-code` accepts.
 JOB_ERROR_CODES = REDRIVABLE_ERROR_CODES | TERMINAL_ERROR_CODES | {"input_missing", "worker_crashed"}

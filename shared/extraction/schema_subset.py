@@ -155,9 +155,14 @@ class _Walk:
             )
 
 
+def schema_bytes(schema: Any) -> int:
+    """The UTF-8 bytes of the schema's compact JSON: what the size limit and a budget count."""
+    return len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
 def schema_problem(schema: Any) -> SchemaProblem | None:
     """The first place where `schema` leaves the subset, or None when it is inside it."""
-    if len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) > MAX_SCHEMA_BYTES:
+    if schema_bytes(schema) > MAX_SCHEMA_BYTES:
         return SchemaProblem("/", f"the schema is over {MAX_SCHEMA_BYTES} bytes")
     if not isinstance(schema, dict) or _types_of(schema) != ["object"] or "anyOf" in schema:
         return SchemaProblem("/", "the root must be an object schema (type: object)")

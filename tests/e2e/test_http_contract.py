@@ -378,11 +378,12 @@ def test_the_result_is_409_until_succeeded_then_200(stack: RunningStack) -> None
     result = stack.call("GET", document["resultUrl"], token=token)
     assert result.status == 200
     assert result.content_type == "application/json"
-    assert set(result.body) == {"jobId", "operation", "output", "usage"}
+    assert set(result.body) == {"jobId", "operation", "output", "outputFormat", "usage"}
     assert result.body["jobId"] == job_id
     assert result.body["operation"] == "summarize"
     assert isinstance(result.body["output"], str)
     assert result.body["output"]
+    assert result.body["outputFormat"] == "text"
     assert result.body["usage"] == document["usage"]
     assert document["usage"] is not None
 
@@ -399,7 +400,7 @@ def test_the_job_succeeds_and_its_result_is_readable(stack: RunningStack) -> Non
     assert "retry-after" not in status.headers
     result = stack.call("GET", f"/v1/jobs/{job_id}/result", token=token)
     assert result.status == 200
-    assert set(result.body) == {"jobId", "operation", "output", "usage"}
+    assert set(result.body) == {"jobId", "operation", "output", "outputFormat", "usage"}
 
 
 # --- POST /v1/jobs/{id}/cancellation ---------------------------------------------------------------

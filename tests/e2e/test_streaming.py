@@ -21,7 +21,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from outlast.reassembly import Reassembly
 from tests.support.cli import run
-from tests.support.local_stack import RunningStack, request_hash, unique
+from tests.support.local_stack import RunningStack, joined_attempt, output_events, request_hash, unique
 
 TIMEOUT = 90.0
 TERMINAL = {"Succeeded", "Failed", "Canceled"}
@@ -90,25 +90,6 @@ def _frames_until_pong(websocket: ClientConnection) -> list[dict[str, Any]]:
     return _frames_until(websocket, lambda f: f == {"type": "pong"})[:-1]
 
 
-def _page(stack: RunningStack, token: str, job_id: str) -> dict[str, Any]:
-    """Every event of the job, read in pages until complete."""
-    events: list[dict[str, Any]] = []
-    after = "0.0"
-    while True:
-        answer = stack.call("GET", f"/v1/jobs/{job_id}/output?after={after}", token=token)
-        assert answer.status == 200, answer.raw
-        events += answer.body["events"]
-        if answer.body["complete"]:
-            return {**answer.body, "events": events}
-        after = answer.body["nextCursor"]
-
-
-def _joined(events: list[dict[str, Any]], attempt: int) -> str:
-    mine = sorted((e for e in events if e["attempt"] == attempt), key=lambda e: e["seq"])
-    assert [e["seq"] for e in mine] == list(range(1, len(mine) + 1)), "seq must be gapless from 1"
-    return "".join(e["text"] for e in mine)
-
-
 def _result(stack: RunningStack, token: str, job_id: str) -> str:
     answer = stack.call("GET", f"/v1/jobs/{job_id}/result", token=token)
     assert answer.status == 200, answer.raw
@@ -140,9 +121,9 @@ def test_a_paced_job_arrives_in_several_messages_before_it_ends_and_they_join_to
     assert len(before_the_end) >= 3, before_the_end
     assert all(frame["jobId"] == job_id for frame in _outputs(frames))
     assert text.text() == result
-    page = _page(stack, token, job_id)
+    page = output_events(stack, token, job_id)
     assert page["resultAttempt"] == 1
-    assert _joined(page["events"], 1) == _result(stack, token, job_id)
+    assert joined_attempt(page["events"], 1) == _result(stack, token, job_id)
 
 
 def test_a_second_device_following_mid_way_with_a_cursor_gets_the_rest_without_gaps_or_repeats(
@@ -172,7 +153,7 @@ def test_a_second_device_following_mid_way_with_a_cursor_gets_the_rest_without_g
     assert all(position > cursor for position in positions)
     assert not text.has_gap(1)
     assert text.text() == result
-    final = len(_page(stack, token, job_id)["events"])
+    final = len(output_events(stack, token, job_id)["events"])
     assert positions == {(1, seq) for seq in range(cursor[1] + 1, final + 1)}
 
 
@@ -198,9 +179,9 @@ def test_a_stream_cut_mid_way_makes_a_new_attempt_whose_text_replaces_the_first(
     done = stack.wait_terminal(job_id, token)
 
     assert done["status"] == "Succeeded"
-    page = _page(stack, token, job_id)
+    page = output_events(stack, token, job_id)
     assert page["resultAttempt"] == 2
-    cut, whole = _joined(page["events"], 1), _joined(page["events"], 2)
+    cut, whole = joined_attempt(page["events"], 1), joined_attempt(page["events"], 2)
     assert whole == _result(stack, token, job_id)
     assert cut
     assert whole.startswith(cut)  # the same answer, cut short the first time
@@ -223,10 +204,10 @@ def test_a_redriven_streaming_job_streams_a_new_attempt_that_outranks_the_old_on
 
     # Then its new attempt (the fourth: the counter is never reset) is the result's
     assert done["status"] == "Succeeded"
-    page = _page(stack, token, job_id)
+    page = output_events(stack, token, job_id)
     assert page["resultAttempt"] == 4
     assert {e["attempt"] for e in page["events"]} == {1, 2, 3, 4}
-    assert _joined(page["events"], 4) == _result(stack, token, job_id)
+    assert joined_attempt(page["events"], 4) == _result(stack, token, job_id)
 
 
 def test_cancel_mid_stream_ends_canceled_with_the_text_so_far_and_closes_the_stream(
@@ -246,8 +227,8 @@ def test_cancel_mid_stream_ends_canceled_with_the_text_so_far_and_closes_the_str
 
     # Then it ends Canceled, its text so far stays readable, and the result is a 409
     assert frames[-1]["job"]["status"] == "Canceled"
-    page = _page(stack, token, job_id)
-    so_far = _joined(page["events"], 1)
+    page = output_events(stack, token, job_id)
+    so_far = joined_attempt(page["events"], 1)
     assert so_far
     assert page["complete"] is True
     assert page["resultAttempt"] is None

@@ -58,6 +58,16 @@ def test_inconsistent_settings_fail_the_synth(context):
         StageConfig.model_validate(context)
 
 
+def test_extracts_step_budget_is_checked_on_its_own():
+    # A budget the other operations' reduces fit with: extract's must fit chunkTokens too, not theirs
+    config = _config(chunkTokens=3000, stepOutputTokens=1000, extractStepOutputTokens=1200)
+    assert config.extract_plan.step_output_tokens == 1200
+    assert config.plan.step_output_tokens == 1000
+
+    with pytest.raises(ValidationError, match="extract reduce of 2 outputs"):
+        _config(chunkTokens=3000, stepOutputTokens=1000, extractStepOutputTokens=1480)
+
+
 def test_openai_base_url_is_set_only_when_configured():
     names = {
         "jobs_table": "t",

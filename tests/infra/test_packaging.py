@@ -134,12 +134,12 @@ def test_api_layer_has_no_openai():
     assert set(requirements) <= set(dependencies)
 
 
-def test_worker_layer_is_the_api_layer_plus_openai():
+def test_worker_layer_is_the_api_layer_plus_openai_and_the_answers_validator():
     dependencies = project_dependencies()
 
     assert _names(requirements_for(WORKER_LAYER, dependencies)) == _names(
         requirements_for(API_LAYER, dependencies)
-    ) | {"openai"}
+    ) | {"openai", "jsonschema"}
 
 
 def test_ingest_layer_is_the_api_layer_plus_the_document_parsers():

@@ -81,6 +81,7 @@ EXPECTED_ENVIRONMENT = {
         "PLAN_VERSION",
         "CHUNK_TOKENS",
         "STEP_OUTPUT_TOKENS",
+        "EXTRACT_STEP_OUTPUT_TOKENS",
     },
     FunctionName.STATUS: {
         r.ENV_JOBS_TABLE,

@@ -32,6 +32,13 @@ pytestmark = pytest.mark.integration
 
 TOKEN = "header.payload.signature"
 OUTPUT = "A short summary."
+SCHEMA = {
+    "type": "object",
+    "properties": {"vendor": {"type": "string"}, "total": {"type": "number"}},
+    "required": ["vendor", "total"],
+    "additionalProperties": False,
+}
+EXTRACTED = {"vendor": "Acme", "total": 12.5}
 CREATED = "2024-05-01T12:00:00.000Z"
 JOB_ERROR = {"code": "content_policy", "message": "The provider refused the input."}
 UUID4 = r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
@@ -110,6 +117,7 @@ class FakeJob:
     job_id: str
     script: list[str]
     position: int = 0
+    output: Any = OUTPUT  # an extract job's is a JSON object
     stream: bool = False
 
     def state(self) -> str:
@@ -222,6 +230,8 @@ class FakeApi:
         else:
             script = SCRIPTS.get(request.body["input"]["text"], ["Pending", "Running", "Succeeded"])
             job_id = self.add_job(*script)
+            if request.body["operation"] == "extract":
+                self.jobs[job_id].output = EXTRACTED
             self.jobs[job_id].stream = bool((request.body.get("options") or {}).get("stream"))
             self.keys[key] = (job_id, request.body)
         headers["Location"] = f"/v1/jobs/{job_id}"
@@ -230,7 +240,18 @@ class FakeApi:
     def _result(self, job: FakeJob) -> tuple[int, dict[str, str], Any]:
         if job.state() != "Succeeded":
             return problem(409, "job_not_succeeded", "Job not succeeded", f"The job is {job.state()}.")
-        return 200, {}, {"jobId": job.job_id, "operation": "summarize", "output": OUTPUT, "usage": None}
+        structured = not isinstance(job.output, str)
+        return (
+            200,
+            {},
+            {
+                "jobId": job.job_id,
+                "operation": "extract" if structured else "summarize",
+                "output": job.output,
+                "outputFormat": "json" if structured else "text",
+                "usage": None,
+            },
+        )
 
     def _cancel(self, job: FakeJob) -> tuple[int, dict[str, str], Any]:
         state = job.state()
@@ -661,7 +682,43 @@ def test_result_prints_the_output_or_the_whole_document(api, capsys):
 
     code, out, _ = run("result", job_id, "--json")
     assert code == ExitCode.OK
-    assert one_document(out) == {"jobId": job_id, "operation": "summarize", "output": OUTPUT, "usage": None}
+    assert one_document(out) == {
+        "jobId": job_id,
+        "operation": "summarize",
+        "output": OUTPUT,
+        "outputFormat": "text",
+        "usage": None,
+    }
+
+
+def test_an_extract_result_prints_as_indented_json_and_as_the_value_in_the_document(api, tmp_path, capsys):
+    # Given an extract job submitted with its schema in a file
+    schema_file = tmp_path / "invoice.schema.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    code, out, _ = run("submit", "extract", "--text", "Acme, 12.50", "--schema", str(schema_file), "--wait")
+
+    # Then the schema went in options.schema, and the output is the object, indented, on stdout
+    assert code == ExitCode.OK
+    [post] = api.seen("POST")
+    assert post.body["options"] == {"schema": SCHEMA}
+    assert out == json.dumps(EXTRACTED, indent=2) + "\n"
+    assert json.loads(out) == EXTRACTED
+
+    # And `result --json` prints the document with the object as its output, not a string
+    job_id = next(iter(api.jobs))
+    code, out, _ = run("result", job_id, "--json")
+    assert (code, one_document(out)["output"], one_document(out)["outputFormat"]) == (
+        ExitCode.OK,
+        EXTRACTED,
+        "json",
+    )
+
+
+def test_a_schema_given_inline_is_sent_as_it_is(api, capsys):
+    code, _, _ = run("submit", "extract", "--text", "Acme", "--schema", json.dumps(SCHEMA))
+
+    assert code == ExitCode.OK
+    assert api.seen("POST")[0].body["options"] == {"schema": SCHEMA}
 
 
 def test_result_of_an_unfinished_job_is_a_conflict(api, capsys):

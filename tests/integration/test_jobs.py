@@ -195,6 +195,7 @@ def test_a_succeeded_job_has_its_result(storage: Storage, location: BlobLocation
         "jobId": job_id,
         "operation": "summarize",
         "output": "A short summary.",
+        "outputFormat": "text",
         "usage": {"inputTokens": 120, "outputTokens": 30, "estimated": False},
     }
 

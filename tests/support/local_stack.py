@@ -236,6 +236,9 @@ JOB_ERROR_CODES = frozenset(
         "provider_auth",
         "retries_exhausted",
         "input_missing",
+        "worker_crashed",
+        "invalid_output",
+        "output_truncated",
     }
 )
 JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -273,6 +276,26 @@ def unique(prefix: str) -> str:
 def request_hash(operation: str, text: str, labels: tuple[str, ...] | None = None) -> str:
     """The local model server's key for the call the worker makes for this input."""
     return messages_hash(template_for(Operation(operation)).render(text, labels))
+
+
+def output_events(stack: RunningStack, token: str, job_id: str) -> dict[str, Any]:
+    """Every event of the job, read in pages until complete."""
+    events: list[dict[str, Any]] = []
+    after = "0.0"
+    while True:
+        answer = stack.call("GET", f"/v1/jobs/{job_id}/output?after={after}", token=token)
+        assert answer.status == 200, answer.raw
+        events += answer.body["events"]
+        if answer.body["complete"]:
+            return {**answer.body, "events": events}
+        after = answer.body["nextCursor"]
+
+
+def joined_attempt(events: list[dict[str, Any]], attempt: int) -> str:
+    """The text of one output attempt's events, checked gapless from seq 1."""
+    mine = sorted((e for e in events if e["attempt"] == attempt), key=lambda e: e["seq"])
+    assert [e["seq"] for e in mine] == list(range(1, len(mine) + 1)), "seq must be gapless from 1"
+    return "".join(e["text"] for e in mine)
 
 
 def token_claims(token: str) -> dict[str, Any]:
@@ -400,7 +423,7 @@ def assert_status_document(document: dict[str, Any], job_id: str | None = None) 
     if job_id is not None:
         assert document["jobId"] == job_id
     assert document["status"] in JOB_STATUSES, document
-    assert document["operation"] in {"summarize", "analyze", "classify"}, document
+    assert document["operation"] in {"summarize", "analyze", "classify", "extract"}, document
     for name in ("createdAt", "updatedAt", "expiresAt"):
         assert TIMESTAMP.match(document[name]), (name, document[name])
     assert document["createdAt"] <= document["updatedAt"] < document["expiresAt"], document

@@ -14,6 +14,7 @@ from functions.worker.dependencies import WorkerDependencies
 from functions.worker.service import JobWorker
 from functions.worker.settings import WorkerSettings
 from shared import resources as r
+from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.sqs_queue import encode_message
 from shared.job import JobInput, JobRecord, Usage
 from shared.lifecycle import JobStatus
@@ -101,6 +102,7 @@ class World:
             queues=self.queues,
             clock=self.clock,
             provider=self.build_provider,
+            validator=JsonSchemaValidator(),
             executor=self.executors[0],
             model_executor=self.executors[1],
             random=lambda: 0.5,

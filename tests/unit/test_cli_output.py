@@ -25,7 +25,7 @@ from outlast.api.http import (
     classify_connection_error,
     parse_retry_after,
 )
-from outlast.api.models import StatusDocument
+from outlast.api.models import ResultDocument, StatusDocument
 from outlast.cli import formats, jobs
 from outlast.cli.console import Console, plain_table
 from outlast.cli.errors import CliError, ExitCode
@@ -127,6 +127,48 @@ def test_submit_request_holds_options_only_when_given():
         "input": {"text": "t"},
         "options": {"model": "small", "maxOutputTokens": 64, "labels": ["a", "b"]},
     }
+
+
+def test_an_extract_request_carries_its_schema_as_options_schema():
+    schema = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+    request = jobs.build_submit_request("extract", "t", (), None, None, schema=schema)
+
+    assert request.model_dump(mode="json", by_alias=True, exclude_none=True)["options"] == {"schema": schema}
+
+
+def test_a_schema_is_read_inline_or_from_a_file_and_must_be_a_json_object(tmp_path):
+    path = tmp_path / "schema.json"
+    path.write_text('{"type": "object"}')
+
+    assert jobs.read_schema(None) is None
+    assert jobs.read_schema(' {"type": "object"}') == {"type": "object"}
+    assert jobs.read_schema(str(path)) == {"type": "object"}
+    with pytest.raises(CliError, match="not JSON"):
+        jobs.read_schema("{type: object}")
+    path.write_text("[1, 2]")
+    with pytest.raises(CliError, match="must be a JSON object"):
+        jobs.read_schema(str(path))
+    with pytest.raises(CliError, match="cannot read the schema"):
+        jobs.read_schema(str(tmp_path / "missing.json"))
+
+
+def test_an_extract_output_is_printed_as_indented_json_and_text_as_it_is():
+    def result(output: Any, operation: str, output_format: str) -> ResultDocument:
+        return ResultDocument.model_validate(
+            {
+                "jobId": JOB_ID,
+                "operation": operation,
+                "output": output,
+                "outputFormat": output_format,
+                "usage": None,
+            }
+        )
+
+    assert formats.format_output(result("A summary.", "summarize", "text")) == "A summary."
+    assert formats.format_output(result({"vendor": "Äcme", "n": [1]}, "extract", "json")) == (
+        '{\n  "vendor": "Äcme",\n  "n": [\n    1\n  ]\n}'
+    )
 
 
 def test_a_request_the_contract_refuses_is_a_usage_error_before_any_request():

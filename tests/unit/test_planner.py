@@ -207,7 +207,8 @@ def test_parameters_default_to_the_design_and_are_frozen() -> None:
 
 def test_the_check_needs_room_for_two_outputs_and_the_reduce_prompt() -> None:
     overhead = max(
-        reduce_overhead_tokens(op, "plan-v1", 2) for op in (Operation.SUMMARIZE, Operation.ANALYZE)
+        reduce_overhead_tokens(op, "plan-v1", 2)
+        for op in (Operation.SUMMARIZE, Operation.ANALYZE, Operation.EXTRACT)
     )
     just_enough = PlanParameters(chunk_tokens=2 * 800 + overhead, step_output_tokens=800)
 

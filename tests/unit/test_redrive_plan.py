@@ -356,4 +356,6 @@ def test_the_error_codes_are_the_workers_error_codes() -> None:
         "context_length_exceeded",
         "invalid_input",
         "provider_auth",
+        "invalid_output",
+        "output_truncated",
     } == TERMINAL_ERROR_CODES

@@ -181,6 +181,7 @@ class TestGetResult:
             "jobId": job.job_id,
             "operation": "summarize",
             "output": "A summary.",
+            "outputFormat": "text",
             "usage": {"inputTokens": 120, "outputTokens": 30, "estimated": False},
         }
 

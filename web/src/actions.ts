@@ -21,7 +21,9 @@ export interface SubmitForm {
   operation: Operation;
   text: string;
   labels: string[];
-  /** Stream the output as it is written (summarize and analyze). */
+  /** extract's JSON Schema as typed (JSON text); the API checks that it is in the strict subset. */
+  schema: string;
+  /** Stream the output as it is written (summarize, analyze and extract). */
   stream: boolean;
 }
 
@@ -30,6 +32,9 @@ export interface OutputFollowing {
   follow: (jobId: string, after: string) => boolean;
   unfollow: (jobId: string) => void;
 }
+
+/** A schema field that is not a JSON object: said at once, nothing is sent. */
+export class SchemaNotJson extends Error {}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => window.setTimeout(resolve, ms));
@@ -44,10 +49,32 @@ export function submitBody(form: SubmitForm): SubmitRequest {
   const body: SubmitRequest = { operation: form.operation, input: { text: form.text } };
   if (form.operation === "classify") {
     body.options = { labels: form.labels };
-  } else if (form.stream) {
-    body.options = { stream: true };
+  }
+  if (form.operation === "extract") {
+    body.options = { schema: parseSchema(form.schema) };
+  }
+  if (form.stream && form.operation !== "classify") {
+    body.options = { ...body.options, stream: true };
   }
   return body;
+}
+
+function parseSchema(raw: string): Record<string, unknown> {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(raw);
+  } catch {
+    throw new SchemaNotJson();
+  }
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    throw new SchemaNotJson();
+  }
+  return schema as Record<string, unknown>;
+}
+
+/** The JSON the result screen shows: an extract job's object, indented; text as it is. */
+export function formatOutput(output: string | Record<string, unknown>): string {
+  return typeof output === "string" ? output : JSON.stringify(output, null, 2);
 }
 
 export function parseLabels(raw: string): string[] {
@@ -328,7 +355,21 @@ export class Actions {
     if (getState().submit.busy) {
       return;
     }
-    const body = submitBody(form);
+    let body: SubmitRequest;
+    try {
+      body = submitBody(form);
+    } catch (error) {
+      if (!(error instanceof SchemaNotJson)) {
+        throw error;
+      }
+      update((s) => {
+        s.submit.failure = {
+          title: "The schema is not a JSON object",
+          detail: "Write the schema as JSON, an object such as the example under the field.",
+        };
+      });
+      return;
+    }
     const fingerprint = JSON.stringify(body);
     const pending = getState().submit.pending;
     const key = pending !== null && pending.fingerprint === fingerprint ? pending.key : newKey();

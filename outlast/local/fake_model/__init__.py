@@ -13,12 +13,19 @@ the failures the worker must survive (DESIGN.md, "Model providers"):
 | `[[delay:SECONDS]]`        | wait that long before answering (the first delay directive)     |
 | `[[pace:N]]`               | a streamed answer (`stream: true`) sends N tokens a second      |
 | `[[fault:stream_cut*N]]`   | first N calls: a streamed answer breaks off after a few tokens  |
+| `[[fault:invalid_json*N]]` | first N calls: a structured answer that breaks its schema       |
 
 A directive applies to the call whose messages contain it, and only to that call: in a job run
 in steps, a directive inside one chunk affects that chunk's map call. No answer ever contains a
 directive. Counted faults are keyed by the SHA-256 of the canonical JSON of the request's
 messages and run in the order they appear: `rate_limit*2` then `server_error*1` fails calls 1-2
 with 429, call 3 with 500, and answers from call 4 on.
+
+Structured answers (DESIGN.md, "Structured extraction"): a request with `response_format`
+`json_schema` gets a deterministic instance of the schema made of the words of its document (of
+the string values of the objects a reduce merges), as JSON; a strict schema outside the subset is
+OpenAI's 400. An answer over `max_tokens` is cut there, as every answer is, with `finish_reason`
+`length`: a cut JSON document is no JSON at all.
 
 Context: a call whose messages' text, estimated at ceil(UTF-8 bytes / 4) tokens (plus its
 `max_tokens`, when it sends one), is over the configured context (default 128,000) gets
@@ -38,5 +45,6 @@ The modules, one concern each (a new feature is a new module or an entry in one 
 - `calls`: the call log and the tally of tokens served.
 - `model`: `FakeModel.take(body, authorization) -> Turn`, what one call gets; the HTTP layer
   acts the turn out.
+- `structured`: a structured answer (the words it is made of, a broken one for `invalid_json`).
 - `schema_instance`: a deterministic instance of a JSON Schema (structured answers).
 """

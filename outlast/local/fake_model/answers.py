@@ -18,6 +18,7 @@ from collections import Counter
 
 from outlast.local.fake_model.directives import strip_directives
 from outlast.local.fake_model.requests import ChatRequest
+from outlast.local.fake_model.structured import merged_words, structured_answer, words_of
 from shared.contract import Operation
 from shared.prompts import BY_VERSION, PART_CLOSE, PART_OPEN, PromptKind, PromptTemplate
 
@@ -160,11 +161,16 @@ def _parse_analysis(text: str) -> tuple[int, int, Counter[str]] | None:
     return int(counts["Words"]), int(counts["Sentences"]), frequent
 
 
-def answer(request: ChatRequest) -> str:
-    """The model's answer to the operation the prompt asks for, never holding a directive."""
+def answer(request: ChatRequest, *, broken: bool = False) -> str:
+    """The model's answer to the operation the prompt asks for, never holding a directive; with a
+    response schema, an instance of it (`broken`: one that breaks it; outlast.local.fake_model.structured)."""
     system, user = request.last("system"), request.last("user")
     operation = detect_operation(system)
     template = detect_template(system)
+    if request.response_schema is not None:
+        is_reduce = template is not None and template.kind is PromptKind.REDUCE
+        words = merged_words(parts_of(user)) if is_reduce else words_of(document_of(user))
+        return structured_answer(request.response_schema, words, broken=broken)
     if template is not None and template.kind is PromptKind.REDUCE:
         parts = parts_of(user)
         combined = combine_analyses(parts) if operation is Operation.ANALYZE else combine_summaries(parts)

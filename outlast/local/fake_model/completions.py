@@ -34,9 +34,9 @@ def truncate(text: str, max_tokens: int | None) -> tuple[str, bool]:
     return kept, True
 
 
-def completion(request: ChatRequest) -> Reply:
-    """A chat.completion object answering the request."""
-    content, cut = truncate(answer(request), request.max_tokens)
+def completion(request: ChatRequest, *, broken: bool = False) -> Reply:
+    """A chat.completion object answering the request (`broken`: a structured answer off its schema)."""
+    content, cut = truncate(answer(request, broken=broken), request.max_tokens)
     prompt_tokens, completion_tokens = request.prompt_tokens, count_tokens(content)
     body = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",

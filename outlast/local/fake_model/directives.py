@@ -15,8 +15,11 @@ import threading
 from outlast.local.fake_model.requests import ChatRequest
 
 # `stream_cut` is acted out by the HTTP layer: a streamed answer whose connection breaks after a few
-# pieces (a call that does not stream is answered as usual, and counts all the same).
-COUNTED_FAULTS = ("rate_limit", "server_error", "timeout", "stream_cut")
+# pieces (a call that does not stream is answered as usual, and counts all the same). `invalid_json`
+# is an answer, not an error: a structured answer that breaks its schema (a text answer is as ever).
+COUNTED_FAULTS = ("rate_limit", "server_error", "timeout", "stream_cut", "invalid_json")
+# Counted faults that still answer 200 with a completion (streamed when asked).
+ANSWERED_FAULTS = frozenset({"stream_cut", "invalid_json"})
 PERMANENT_FAULTS = ("context_length", "content_policy")
 
 _COUNTED_FAULT = re.compile(rf"\[\[fault:({'|'.join(COUNTED_FAULTS)})\*(\d+)\]\]")

@@ -13,7 +13,12 @@ from typing import Any
 
 from outlast.local.fake_model.calls import CallLog, CallOutcome, tally
 from outlast.local.fake_model.completions import completion
-from outlast.local.fake_model.directives import FaultCounters, delay_seconds, pace_tokens_per_second
+from outlast.local.fake_model.directives import (
+    ANSWERED_FAULTS,
+    FaultCounters,
+    delay_seconds,
+    pace_tokens_per_second,
+)
 from outlast.local.fake_model.replies import (
     Reply,
     context_reply,
@@ -49,7 +54,7 @@ class Turn:
             self.request is not None
             and self.request.stream
             and self.refusal is None
-            and self.fault in {None, "stream_cut"}
+            and (self.fault is None or self.fault in ANSWERED_FAULTS)
         )
 
     @property
@@ -66,12 +71,20 @@ class Turn:
         """The pieces of a streamed answer and how it ends (made now, after any delay)."""
         if self.request is None:
             raise ValueError("a turn without a request is a refusal")
-        return StreamedAnswer.of(self.request)
+        return StreamedAnswer.of(self.request, broken=self.broken)
 
     def streamed(self, outcome: str, answer: StreamedAnswer, sent: str) -> CallOutcome:
         """What the call log records of a stream: `ok`, `stream_cut`, or `closed_early` (its client
-        closed it before the end); the tally counts what was sent, as a provider bills it."""
+        closed it before the end), or `invalid_json` for a whole one that breaks its schema on
+        purpose; the tally counts what was sent, as a provider bills it."""
+        if outcome == "ok" and self.broken:
+            outcome = "invalid_json"
         return CallOutcome(outcome, 200, self.request, answer.usage(sent))
+
+    @property
+    def broken(self) -> bool:
+        """True when a structured answer breaks its schema (`[[fault:invalid_json*N]]`)."""
+        return self.fault == "invalid_json"
 
     def reply(self) -> tuple[Reply, CallOutcome]:
         """The answer, made now (after any delay), and what the call log records once it is sent."""
@@ -79,13 +92,15 @@ class Turn:
             return self.refusal, CallOutcome(str(self.fault), self.refusal.status, self.request)
         if self.request is None:
             raise ValueError("a turn without a request is a refusal")
-        if self.fault is not None and self.fault != "stream_cut":  # a call that does not stream is not cut
+        if (
+            self.fault is not None and self.fault not in ANSWERED_FAULTS
+        ):  # a call that does not stream is not cut
             reply = fault_reply(self.fault)
             return reply, CallOutcome(self.fault, reply.status, self.request)
-        reply = completion(self.request)
+        reply = completion(self.request, broken=self.broken)
         usage = reply.body["usage"]
         served = {"inputTokens": usage["prompt_tokens"], "outputTokens": usage["completion_tokens"]}
-        return reply, CallOutcome("ok", 200, self.request, served)
+        return reply, CallOutcome("invalid_json" if self.broken else "ok", 200, self.request, served)
 
     def unanswered(self, outcome: str) -> CallOutcome:
         """No answer was sent: the call stalled (`timeout`) or the server stopped (`shutdown`)."""

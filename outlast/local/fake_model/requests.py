@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from shared.extraction.schema_subset import schema_problem
+
 BYTES_PER_TOKEN = 4  # the token estimate everywhere: ceil(UTF-8 bytes / 4)
 
 
@@ -25,6 +27,8 @@ class ChatRequest:
     request_hash: str
     stream: bool = False  # answer with server-sent events (`stream: true`)
     include_usage: bool = False  # `stream_options.include_usage`: a last chunk with the usage
+    # `response_format` `json_schema`: the schema the answer matches (None: a text answer)
+    response_schema: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -65,7 +69,33 @@ def parse_chat_request(body: bytes) -> ChatRequest:
     if options is not None and (not stream or not isinstance(options, dict)):
         raise InvalidRequestError("stream_options is only allowed when stream is true.")
     include_usage = bool((options or {}).get("include_usage", False))
-    return ChatRequest(model, messages, max_tokens, messages_hash(messages), stream, include_usage)
+    schema = response_schema(payload.get("response_format"))
+    return ChatRequest(model, messages, max_tokens, messages_hash(messages), stream, include_usage, schema)
+
+
+def response_schema(requested: Any) -> dict[str, Any] | None:
+    """The schema a `response_format` asks the answer to match; None for a text answer. A format
+    OpenAI refuses is refused the same way: a `json_schema` without a name or a schema object, and
+    a strict one outside the subset strict structured outputs accept (DESIGN.md, "Structured
+    extraction")."""
+    if requested is None:
+        return None
+    if not isinstance(requested, dict) or requested.get("type") not in {"text", "json_object", "json_schema"}:
+        raise InvalidRequestError("response_format.type must be text, json_object or json_schema.")
+    if requested["type"] != "json_schema":
+        return None
+    spec = requested.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
+        raise InvalidRequestError("response_format.json_schema must name its schema.")
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        raise InvalidRequestError("response_format.json_schema.schema must be an object.")
+    problem = schema_problem(schema) if spec.get("strict") is True else None
+    if problem is not None:
+        raise InvalidRequestError(
+            f"Invalid schema for response_format '{spec['name']}': {problem.reason} ({problem.pointer})."
+        )
+    return schema
 
 
 def messages_hash(messages: list[dict[str, Any]]) -> str:

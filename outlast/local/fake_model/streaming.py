@@ -50,9 +50,10 @@ class StreamedAnswer:
     created: int = field(default_factory=lambda: int(time.time()))
 
     @classmethod
-    def of(cls, request: ChatRequest) -> StreamedAnswer:
-        """The answer the request gets, cut to its max_tokens as a whole answer is."""
-        content, cut = truncate(answer(request), request.max_tokens)
+    def of(cls, request: ChatRequest, *, broken: bool = False) -> StreamedAnswer:
+        """The answer the request gets, cut to its max_tokens as a whole answer is (`broken`: a
+        structured answer off its schema)."""
+        content, cut = truncate(answer(request, broken=broken), request.max_tokens)
         return cls(request, content, "length" if cut else "stop")
 
     @property

@@ -7,6 +7,7 @@ headers) and fails on any console error or page error it did not declare (confte
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -112,6 +113,39 @@ def test_a_long_document_from_a_file_shows_its_progress_bar_moving(console: Cons
     assert any(0 < done < total for done, _ in seen), f"the bar jumped from start to end: {seen}"
     assert [done for done, _ in seen] == sorted(done for done, _ in seen), seen
     expect(page.locator("#job-steps")).to_have_text(f"{total} of {total} steps")
+
+
+def test_extract_takes_a_schema_from_its_example_and_shows_the_result_as_formatted_json(
+    console: ConsolePage,
+) -> None:
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-extract"))
+    page.locator("#nav-submit").click()
+    expect(page.get_by_label("JSON Schema")).to_be_hidden()
+
+    # When Extract is chosen, the schema field shows with its example, and a broken schema is
+    # said at once, without a request
+    page.get_by_label("Operation").select_option("extract")
+    schema = page.get_by_label("JSON Schema")
+    expect(schema).to_be_visible()
+    example = json.loads(schema.input_value())
+    assert example["additionalProperties"] is False
+    page.get_by_label("Text", exact=True).fill(f"Acme invoiced the tools. {uuid.uuid4()}")
+    schema.fill("{not json")
+    page.get_by_role("button", name="Submit job").click()
+    expect(page.locator("#submit-failure")).to_contain_text("The schema is not a JSON object")
+    schema.fill(json.dumps(example))
+    page.get_by_role("button", name="Submit job").click()
+    expect(page.locator("#submitted")).to_be_visible()
+
+    # Then the job's result is the object, shown as indented JSON
+    job_id = str(page.locator("#job-rows tr").first.get_attribute("data-job-id"))
+    expect(page.locator(f'tr[data-job-id="{job_id}"]')).to_have_attribute("data-status", "Succeeded")
+    page.locator(f'tr[data-job-id="{job_id}"] a').click()
+    result = stack.call("GET", f"/v1/jobs/{job_id}/result", token=id_token(page)).body
+    assert result["outputFormat"] == "json"
+    assert result["output"]["vendor"] == "Acme"
+    expect(page.locator("#job-output")).to_have_text(json.dumps(result["output"], indent=2))
 
 
 def test_a_slow_job_is_canceled_from_its_page(console: ConsolePage) -> None:

@@ -225,8 +225,31 @@ export interface components {
             /** Model */
             model?: string;
             /**
+             * Schema
+             * @description For extract (required there, refused elsewhere): the JSON Schema of the object to extract, in the subset strict structured outputs accept (an object root; every object lists all its properties in `required` and sets `additionalProperties: false`; string, number, integer, boolean, null, array, object, enum, anyOf; at most 100 properties, 5 levels of objects and 15,000 bytes).
+             * @example {
+             *       "additionalProperties": false,
+             *       "properties": {
+             *         "total": {
+             *           "type": "number"
+             *         },
+             *         "vendor": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "vendor",
+             *         "total"
+             *       ],
+             *       "type": "object"
+             *     }
+             */
+            schema?: {
+                [key: string]: unknown;
+            };
+            /**
              * Stream
-             * @description Stream the output as it is written (summarize and analyze): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.
+             * @description Stream the output as it is written (summarize, analyze and extract, whose streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.
              */
             stream?: boolean;
         };
@@ -251,7 +274,7 @@ export interface components {
          * @description What the model is asked to do with the input.
          * @enum {string}
          */
-        Operation: "summarize" | "analyze" | "classify";
+        Operation: "summarize" | "analyze" | "classify" | "extract";
         /**
          * OutputEventDocument
          * @description A piece of a streaming job's output, in the order it was written (DESIGN.md, "Streaming output").
@@ -333,8 +356,19 @@ export interface components {
             /** Jobid */
             jobId: string;
             operation: components["schemas"]["Operation"];
-            /** Output */
-            output: string;
+            /**
+             * Output
+             * @description The job's output: text (outputFormat `text`), or for extract the JSON object that matches the job's schema (outputFormat `json`).
+             */
+            output: string | {
+                [key: string]: unknown;
+            };
+            /**
+             * Outputformat
+             * @description `json` for extract, `text` for the other operations.
+             * @enum {string}
+             */
+            outputFormat: "text" | "json";
             usage: components["schemas"]["UsageDocument"] | null;
         };
         /**
@@ -648,7 +682,7 @@ export interface operations {
                     "application/json": components["schemas"]["StatusDocument"];
                 };
             };
-            /** @description Problem: invalid_idempotency_key, invalid_json, invalid_request, missing_idempotency_key, model_not_allowed */
+            /** @description Problem: invalid_idempotency_key, invalid_json, invalid_request, invalid_schema, missing_idempotency_key, model_not_allowed */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -3,7 +3,7 @@
 // streaming job shows its output as it is written instead of the result (the same text, once it
 // succeeded); after a reload it shows the text so far at once, then the rest as it comes.
 import { TERMINAL } from "../api/client";
-import type { Actions } from "../actions";
+import { type Actions, formatOutput } from "../actions";
 import { failureBox, formatTime, h, setText, statusLabel } from "../dom";
 import type { State } from "../state";
 import type { Screen } from "./screen";
@@ -129,7 +129,8 @@ export class JobScreen implements Screen {
     }
     if (this.resultBox !== null && this.output !== null) {
       this.resultBox.hidden = detail.result === null || job.stream;
-      setText(this.output, detail.result?.output ?? "");
+      // An extract job's output is a JSON object: shown indented, as the CLI prints it.
+      setText(this.output, detail.result === null ? "" : formatOutput(detail.result.output));
     }
     if (this.streamBox !== null && this.streamText !== null && this.streamNote !== null) {
       this.streamBox.hidden = !job.stream;

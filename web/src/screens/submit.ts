@@ -1,5 +1,6 @@
-// Submit: an operation, the text (typed, or read from a .txt/.md file), labels for classify. The
-// form is built once and never re-rendered, so nothing the user typed is lost to an update.
+// Submit: an operation, the text (typed, or read from a .txt/.md file), labels for classify, a JSON
+// Schema for extract. The form is built once and never re-rendered, so nothing the user typed is
+// lost to an update.
 import type { Operation } from "../api/client";
 import { type Actions, parseLabels } from "../actions";
 import { failureBox, h } from "../dom";
@@ -7,6 +8,21 @@ import type { State } from "../state";
 import type { Screen } from "./screen";
 
 const MAX_FILE_BYTES = 1_048_576; // input.text's limit in UTF-8 bytes (DESIGN.md, HTTP contract)
+// What the schema field starts with: a schema in the strict subset, to edit rather than to learn.
+export const EXAMPLE_SCHEMA = JSON.stringify(
+  {
+    type: "object",
+    properties: {
+      vendor: { type: "string" },
+      total: { type: "number" },
+      currency: { type: ["string", "null"] },
+    },
+    required: ["vendor", "total", "currency"],
+    additionalProperties: false,
+  },
+  null,
+  2,
+);
 
 export class SubmitScreen implements Screen {
   private button: HTMLButtonElement | null = null;
@@ -22,6 +38,7 @@ export class SubmitScreen implements Screen {
       h("option", { value: "summarize" }, "Summarize"),
       h("option", { value: "analyze" }, "Analyze"),
       h("option", { value: "classify" }, "Classify"),
+      h("option", { value: "extract" }, "Extract (JSON)"),
     );
     const text = h("textarea", { id: "text", name: "text", rows: 12, required: true });
     const file = h("input", { id: "file", name: "file", type: "file", accept: ".txt,.md,text/plain,text/markdown" });
@@ -32,6 +49,26 @@ export class SubmitScreen implements Screen {
       h("label", { for: "labels" }, "Labels"),
       labels,
       h("p", { id: "labels-help", class: "help" }, "One per line or separated by commas; the model picks one."),
+    );
+    const schema = h("textarea", {
+      id: "schema",
+      name: "schema",
+      rows: 10,
+      spellcheck: "false",
+      "aria-describedby": "schema-help",
+    });
+    schema.value = EXAMPLE_SCHEMA;
+    const schemaRow = h(
+      "div",
+      { class: "field", id: "schema-field", hidden: true },
+      h("label", { for: "schema" }, "JSON Schema"),
+      schema,
+      h(
+        "p",
+        { id: "schema-help", class: "help" },
+        "The object to extract. Every object lists all its properties in required and sets " +
+          "additionalProperties to false; a field the text may not state can allow null.",
+      ),
     );
     const stream = h("input", { id: "stream", name: "stream", type: "checkbox" });
     const streamRow = h(
@@ -46,6 +83,8 @@ export class SubmitScreen implements Screen {
     operation.addEventListener("change", () => {
       labelsRow.hidden = operation.value !== "classify";
       labels.required = operation.value === "classify";
+      schemaRow.hidden = operation.value !== "extract";
+      schema.required = operation.value === "extract";
       streamRow.hidden = operation.value === "classify"; // one label: nothing to watch grow
     });
     file.addEventListener("change", () => void this.readFile(file, text));
@@ -62,6 +101,7 @@ export class SubmitScreen implements Screen {
         this.fileNote,
       ),
       labelsRow,
+      schemaRow,
       streamRow,
       this.failure,
       this.button,
@@ -72,6 +112,7 @@ export class SubmitScreen implements Screen {
         operation: operation.value as Operation,
         text: text.value,
         labels: parseLabels(labels.value),
+        schema: schema.value,
         stream: stream.checked && operation.value !== "classify",
       });
     });

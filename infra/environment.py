@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from functions.budget.settings import BudgetApiSettings
+from functions.documents.settings import DocumentsApiSettings
+from functions.ingest.settings import IngestSettings
 from functions.notifier.settings import NotifierSettings
 from functions.output_pusher.settings import OutputPusherSettings
 from functions.relay.settings import RelaySettings
@@ -299,4 +301,45 @@ def budget_environment(config: StageConfig, *, budgets_table: str) -> dict[str, 
     return settings_environment(
         BudgetApiSettings,
         {"budgets_table": budgets_table, "default_monthly_tokens": config.default_monthly_tokens},
+    )
+
+
+def _document_limits(config: StageConfig) -> dict[str, Value]:
+    return {
+        "max_document_bytes": config.max_document_bytes,
+        "max_extracted_bytes": config.max_extracted_bytes,
+        "max_document_pages": config.max_document_pages,
+        "document_retention_days": config.document_retention_days,
+    }
+
+
+def documents_environment(
+    config: StageConfig, *, documents_table: str, documents_bucket: str, cursor_secret_arn: str
+) -> dict[str, str]:
+    """The documents function: the store, the bucket its POSTs upload to, the cursor key, the limits.
+    No upload endpoint: S3's own (local mode sets its upload front in its place)."""
+    return settings_environment(
+        DocumentsApiSettings,
+        {
+            "documents_table": documents_table,
+            "documents_bucket": documents_bucket,
+            "cursor_secret": cursor_secret_arn,
+            "poll_after_seconds": config.poll_after_seconds,
+            **_document_limits(config),
+        },
+    )
+
+
+def ingest_environment(
+    config: StageConfig, *, documents_table: str, documents_bucket: str, dlq_url: str
+) -> dict[str, str]:
+    """The ingest function: the store, the bucket, the DLQ for poison, the limits."""
+    return settings_environment(
+        IngestSettings,
+        {
+            "documents_table": documents_table,
+            "documents_bucket": documents_bucket,
+            "dlq_url": dlq_url,
+            **_document_limits(config),
+        },
     )

@@ -118,6 +118,8 @@ ENV_DOCUMENTS_TABLE = "DOCUMENTS_TABLE_NAME"
 ENV_DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET_NAME"
 # The ingest queue's DLQ: a notification no retry can fix (unparseable, a key outside the prefix).
 ENV_INGEST_DLQ_URL = "INGEST_DLQ_URL"
+# Where presigned POSTs are sent: unset in AWS (S3's regional endpoint); local mode's upload front.
+ENV_UPLOAD_ENDPOINT_URL = "DOCUMENTS_UPLOAD_ENDPOINT_URL"
 DOCUMENTS_PARTITION_KEY = "pk"  # the owner: `tenant#sub` (neither may contain `#`)
 DOCUMENTS_SORT_KEY = "sk"  # the document id
 # The owner's documents in creation order: a local secondary index (so a list page may read

@@ -55,7 +55,11 @@ ACCESS_LOG_FORMAT = {
 
 # API Gateway's own limit for an HTTP API integration is 30 s; these functions answer in milliseconds.
 _API_FUNCTION_TIMEOUT = Duration.seconds(10)
-_METHODS = {"GET": apigwv2.HttpMethod.GET, "POST": apigwv2.HttpMethod.POST}
+_METHODS = {
+    "GET": apigwv2.HttpMethod.GET,
+    "POST": apigwv2.HttpMethod.POST,
+    "DELETE": apigwv2.HttpMethod.DELETE,
+}
 
 
 class Api(Construct):
@@ -74,7 +78,8 @@ class Api(Construct):
         streaming: Streaming,
         route_functions: Mapping[FunctionName, lambda_.Function] | None = None,
     ) -> None:
-        """`route_functions`: functions other capabilities made for routes of ROUTES (tickets, budget)."""
+        """`route_functions`: functions other capabilities made for routes of ROUTES (tickets, budget,
+        documents)."""
         super().__init__(scope, construct_id)
         # Signs list cursors (HMAC), so clients cannot forge a position in another owner's list.
         self.cursor_secret = secretsmanager.Secret(
@@ -116,7 +121,11 @@ class Api(Construct):
             # and local mode puts its console's origin in its place.
             cors_preflight=apigwv2.CorsPreflightOptions(
                 allow_origins=list(config.api_cors_origins),
-                allow_methods=[apigwv2.CorsHttpMethod.GET, apigwv2.CorsHttpMethod.POST],
+                allow_methods=[
+                    apigwv2.CorsHttpMethod.GET,
+                    apigwv2.CorsHttpMethod.POST,
+                    apigwv2.CorsHttpMethod.DELETE,
+                ],
                 allow_headers=list(CORS_ALLOW_HEADERS),
                 expose_headers=list(CORS_EXPOSE_HEADERS),
                 max_age=Duration.hours(1),

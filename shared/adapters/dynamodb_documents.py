@@ -8,6 +8,7 @@ object key it was told of. Attributes are flat, so that every condition names th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -17,7 +18,8 @@ from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import deserialize, list_key, serialize
 from shared.adapters.update_builder import UpdateBuilder
 from shared.clock import epoch_seconds, from_iso, to_iso
-from shared.documents.ports import DocumentConflictError, UploadTransition
+from shared.cursor import ListPosition
+from shared.documents.ports import DocumentConflictError, DocumentPageSlice, UploadTransition
 from shared.documents.record import DocumentRecord, DocumentRejection, ReadyFacts, Upload
 from shared.documents.types import DocumentStatus
 from shared.errors import ConditionFailedError
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+_UNPINNED = "attribute_exists(#pk) AND (attribute_not_exists(#pins) OR #pins <= :zero)"
 
 
 def document_key(owner: Caller, document_id: str) -> dict[str, Any]:
@@ -149,6 +152,63 @@ class DynamoDocumentRepository:
             stored: Any = error.response.get("Item")
             raise DocumentConflictError(item_to_document(stored) if stored else None) from None
         return item_to_document(response["Attributes"])
+
+    def list_page(
+        self, owner: Caller, limit: int, after: ListPosition | None, now: datetime
+    ) -> DocumentPageSlice:
+        """A consistent Query of the creation-order LSI, newest first, expired documents filtered
+        out (so a page may be short while LastEvaluatedKey says there is more)."""
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": r.DOCUMENTS_LIST_INDEX,
+            "KeyConditionExpression": "#pk = :owner",
+            "FilterExpression": "#expiresAt > :now",
+            "ExpressionAttributeNames": {"#pk": r.DOCUMENTS_PARTITION_KEY, "#expiresAt": "expiresAt"},
+            "ExpressionAttributeValues": serialize({":owner": owner.owner_key, ":now": to_iso(now)}),
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        if after is not None:
+            # The cursor's position names a document by the field jobs' cursors call job_id.
+            arguments["ExclusiveStartKey"] = serialize(
+                {
+                    r.DOCUMENTS_PARTITION_KEY: owner.owner_key,
+                    r.DOCUMENTS_SORT_KEY: after.job_id,
+                    r.DOCUMENTS_LIST_INDEX_SORT: after.list_key,
+                }
+            )
+        with storage_errors():
+            response = self._client.query(**arguments)
+        last = response.get("LastEvaluatedKey")
+        next_position = (
+            ListPosition(
+                list_key=last[r.DOCUMENTS_LIST_INDEX_SORT]["S"], job_id=last[r.DOCUMENTS_SORT_KEY]["S"]
+            )
+            if last
+            else None
+        )
+        return DocumentPageSlice(
+            items=[item_to_document(item) for item in response.get("Items", [])], next_position=next_position
+        )
+
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """One conditional DeleteItem: the document exists and no job pins it."""
+        try:
+            with storage_errors():
+                self._client.delete_item(
+                    TableName=self._table,
+                    Key=document_key(owner, document_id),
+                    ConditionExpression=_UNPINNED,
+                    ExpressionAttributeNames={"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": "pins"},
+                    ExpressionAttributeValues=serialize({":zero": 0}),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            stored: Any = error.response.get("Item")
+            raise DocumentConflictError(item_to_document(stored) if stored else None) from None
 
 
 def _transition_update(transition: UploadTransition) -> UpdateBuilder:

@@ -12,6 +12,8 @@ from infra.names import (
     BUDGETS,
     BUDGETS_TABLE,
     CONNECTIONS_TABLE,
+    DOCUMENTS,
+    DOCUMENTS_TABLE,
     IDEMPOTENCY_TABLE,
     JOBS_TABLE,
     OUTPUT_EVENTS_TABLE,
@@ -33,6 +35,7 @@ TABLES = [
     (BUDGETS, BUDGETS_TABLE),
     (WEBHOOKS, WEBHOOKS_TABLE),
     (STREAMING, OUTPUT_EVENTS_TABLE),
+    (DOCUMENTS, DOCUMENTS_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

@@ -156,6 +156,51 @@ def test_a_transition_of_no_document_is_refused_and_creates_nothing(repository: 
     assert repository.get(OWNER, document.document_id) is None
 
 
+def test_the_list_is_the_owners_newest_first_in_pages(repository: DocumentRepository) -> None:
+    made = [document_record(created_at=CREATED + timedelta(seconds=n)) for n in range(3)]
+    for document in made:
+        repository.create(document)
+    repository.create(document_record(Caller(tenant="acme", sub="bob-sub")))
+    now = CREATED + timedelta(days=1)
+
+    first = repository.list_page(OWNER, 2, None, now)
+    assert [d.document_id for d in first.items] == [made[2].document_id, made[1].document_id]
+    assert first.next_position is not None
+    second = repository.list_page(OWNER, 2, first.next_position, now)
+    assert [d.document_id for d in second.items] == [made[0].document_id]
+    assert second.next_position is None
+
+
+def test_the_list_leaves_expired_documents_out(repository: DocumentRepository) -> None:
+    old = document_record(created_at=CREATED - timedelta(days=40))
+    repository.create(old)
+
+    assert repository.list_page(OWNER, 10, None, CREATED).items == []
+
+
+def test_delete_removes_an_unpinned_document(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+
+    repository.delete(OWNER, document.document_id)
+
+    assert repository.get(OWNER, document.document_id) is None
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.delete(OWNER, document.document_id)
+    assert refused.value.current is None
+
+
+def test_delete_refuses_a_pinned_document_and_says_so(repository: DocumentRepository) -> None:
+    document = document_record(pins=1)
+    repository.create(document)
+
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.delete(OWNER, document.document_id)
+
+    assert refused.value.current == document
+    assert repository.get(OWNER, document.document_id) == document
+
+
 # --- the objects ---------------------------------------------------------------------------------
 
 
@@ -205,6 +250,19 @@ def test_the_text_is_stored_beside_the_original(objects: ObjectsUnderTest) -> No
 
     assert objects.objects.read_text(OWNER, document_id) == text
     assert objects.objects.read_text(Caller(tenant="other", sub="x"), document_id) is None
+
+
+def test_delete_removes_the_original_and_the_text(objects: ObjectsUnderTest) -> None:
+    document_id = document_record().document_id
+    upload = objects.upload(OWNER, document_id, b"file")
+    objects.objects.put_text(OWNER, document_id, b"text", hashlib.sha256(b"text").hexdigest())
+
+    objects.objects.delete(OWNER, document_id)
+    objects.objects.delete(OWNER, document_id)  # again: harmless
+
+    assert objects.objects.read_text(OWNER, document_id) is None
+    with pytest.raises(OriginalMissingError):
+        objects.objects.read_original(OWNER, document_id, upload)
 
 
 def test_the_s3_text_carries_its_sha256(documents: DocumentResources, moto_endpoint: str) -> None:

@@ -3,12 +3,17 @@ owner creates, reads, lists and deletes; anyone else gets 404 everywhere (DESIGN
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
 from typing import Any
 
+from outlast.uploads import UploadAnswer, post_upload
+from tests.support import documents as files
 from tests.support.local_stack import RunningStack, assert_problem, unique
 
 PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
 def _create(stack: RunningStack, token: str, **fields: Any) -> dict[str, Any]:
@@ -65,3 +70,136 @@ def test_a_type_outside_the_list_is_415(stack: RunningStack) -> None:
         body={"filename": "a.png", "contentType": "image/png", "bytes": 9},
     )
     assert_problem(answer, 415, "unsupported_document_type")
+
+
+# --- uploads: the presigned POST through local mode's S3 front, then the ingest ---------------------
+
+
+def _upload(
+    stack: RunningStack,
+    token: str,
+    data: bytes,
+    content_type: str,
+    *,
+    declared: int | None = None,
+    form: dict[str, str] | None = None,
+) -> tuple[str, UploadAnswer]:
+    """Create a document declaring `content_type` (and `declared` bytes), then POST `data` with its form
+    (`form` overrides fields of it, as a client that tampers with the form would)."""
+    created = _create(stack, token, contentType=content_type, bytes=declared or len(data))
+    fields = {**created["upload"]["fields"], **(form or {})}
+    answer = post_upload(
+        created["upload"]["url"], fields, filename="upload", data=data, content_type=content_type
+    )
+    return created["documentId"], answer
+
+
+def _settled(
+    stack: RunningStack, token: str, document_id: str, timeout_seconds: float = 60
+) -> dict[str, Any]:
+    """The document once Ready or Rejected (polled as a client would, by its Retry-After)."""
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        read = stack.call("GET", f"/v1/documents/{document_id}", token=token)
+        assert read.status == 200, read.body
+        if read.body["status"] != "AwaitingUpload":
+            document: dict[str, Any] = read.body
+            return document
+        assert time.monotonic() < deadline, f"{document_id} still awaits its upload"
+        time.sleep(0.2)
+
+
+def _rejected(stack: RunningStack, token: str, document_id: str) -> str:
+    document = _settled(stack, token, document_id)
+    assert document["status"] == "Rejected", document
+    assert document["ready"] is None
+    code: str = document["error"]["code"]
+    return code
+
+
+def test_a_multi_page_pdf_becomes_ready_with_its_text_facts(stack: RunningStack) -> None:
+    alice = stack.token(unique("docs-pdf"), "docs")
+    pages = files.numbered_pages(3)
+    document_id, answer = _upload(stack, alice, files.pdf(pages), PDF)
+
+    assert answer.ok, answer.body
+    document = _settled(stack, alice, document_id)
+    assert document["status"] == "Ready", document
+    assert document["ready"]["pages"] == 3
+    assert document["ready"]["textBytes"] > sum(len(p) for p in pages) // 2
+    assert re.fullmatch(r"[0-9a-f]{64}", document["ready"]["sha256"])
+
+
+def test_docx_markdown_and_text_become_ready(stack: RunningStack) -> None:
+    alice = stack.token(unique("docs-kinds"), "docs")
+    uploads = [
+        (files.docx(["First paragraph.", "Second paragraph."]), DOCX),
+        (files.MARKDOWN.encode(), "text/markdown"),
+        ("Plain notes, UTF-8: Grüße.\n".encode(), "text/plain"),
+    ]
+    for data, content_type in uploads:
+        document_id, answer = _upload(stack, alice, data, content_type)
+        assert answer.ok, answer.body
+        document = _settled(stack, alice, document_id)
+        assert document["status"] == "Ready", (content_type, document)
+        assert document["ready"]["pages"] is None
+        assert document["ready"]["bytes"] == len(data)
+
+
+def test_hostile_or_unusable_files_end_rejected_with_their_code(stack: RunningStack) -> None:
+    alice = stack.token(unique("docs-hostile"), "docs")
+    cases = [
+        (files.pdf(["secret"], password="pw"), PDF, "document_encrypted"),
+        (files.pdf([None, None]), PDF, "document_has_no_text"),
+        (files.docx(["not a pdf at all"]), PDF, "unsupported_type"),  # the type lies about the bytes
+        (files.pdf(["a pdf"]), "text/plain", "unsupported_type"),
+        (files.docx_bomb(100 * 1024 * 1024), DOCX, "document_too_large"),
+    ]
+    for data, content_type, code in cases:
+        document_id, answer = _upload(stack, alice, data, content_type)
+        assert answer.ok, answer.body
+        assert _rejected(stack, alice, document_id) == code, content_type
+
+
+def test_uploads_outside_the_policy_are_refused_and_store_nothing(stack: RunningStack) -> None:
+    alice = stack.token(unique("docs-policy"), "docs")
+    data = files.MARKDOWN.encode()
+
+    too_large, answer = _upload(stack, alice, data + b"more", "text/markdown", declared=len(data))
+    assert answer.status == 400
+    assert b"<Code>EntityTooLarge</Code>" in answer.body
+
+    other_key = f"documents/docs/someone-else/{uuid.uuid4()}/original"
+    elsewhere, answer = _upload(stack, alice, data, "text/markdown", form={"key": other_key})
+    assert answer.status == 403
+    assert b"<Code>AccessDenied</Code>" in answer.body
+
+    retyped, answer = _upload(stack, alice, data, "text/markdown", form={"Content-Type": "text/plain"})
+    assert answer.status == 403
+
+    forged, answer = _upload(stack, alice, data, "text/markdown", form={"x-amz-signature": "0" * 64})
+    assert answer.status == 403
+    assert b"<Code>SignatureDoesNotMatch</Code>" in answer.body
+
+    bucket = stack.state["outputs"]["DocumentsBucketName"]
+    s3 = stack.aws("s3")
+    for document_id in (too_large, elsewhere, retyped, forged):
+        read = stack.call("GET", f"/v1/documents/{document_id}", token=alice)
+        assert read.body["status"] == "AwaitingUpload"
+    stored = s3.list_objects_v2(Bucket=bucket, Prefix="documents/docs/someone-else/")
+    assert stored.get("KeyCount", 0) == 0
+
+
+def test_another_user_cannot_read_a_ready_document(stack: RunningStack) -> None:
+    alice = stack.token(unique("docs-ready-owner"), "docs")
+    bob = stack.token(unique("docs-ready-other"), "docs")
+    document_id, _ = _upload(stack, alice, files.MARKDOWN.encode(), "text/markdown")
+    assert _settled(stack, alice, document_id)["status"] == "Ready"
+
+    for method in ("GET", "DELETE"):
+        assert_problem(
+            stack.call(method, f"/v1/documents/{document_id}", token=bob), 404, "document_not_found"
+        )
+    assert document_id not in [
+        d["documentId"] for d in stack.call("GET", "/v1/documents", token=bob).body["items"]
+    ]

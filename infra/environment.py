@@ -76,7 +76,14 @@ def powertools_environment(config: StageConfig, function: FunctionName, *, trace
 
 
 def submit_environment(
-    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, budgets_table: str
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    idempotency_table: str,
+    bucket: str,
+    budgets_table: str,
+    documents_table: str,
+    documents_bucket: str,
 ) -> dict[str, str]:
     """The submit function: where to write, and the policy applied to new jobs (their budgets too)."""
     return settings_environment(
@@ -86,6 +93,8 @@ def submit_environment(
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
             "budgets_table": budgets_table,
+            "documents_table": documents_table,
+            "documents_bucket": documents_bucket,
             "default_monthly_tokens": config.default_monthly_tokens,
             "submits_per_minute": config.submits_per_minute,
             "max_attempts": config.max_attempts,
@@ -240,10 +249,11 @@ def notifier_environment(
     webhooks_table: str,
     webhooks_queue_url: str,
     budgets_table: str,
+    documents_table: str,
 ) -> dict[str, str]:
     """The notifier: the connection store, the stage's management endpoint (its callback URL),
-    where webhook endpoints are read and their deliveries enqueued, and the budget ledger terminal
-    writes settle in."""
+    where webhook endpoints are read and their deliveries enqueued, the budget ledger terminal
+    writes settle in, and the documents they unpin."""
     return settings_environment(
         NotifierSettings,
         {
@@ -252,6 +262,7 @@ def notifier_environment(
             "webhooks_table": webhooks_table,
             "webhooks_queue_url": webhooks_queue_url,
             "budgets_table": budgets_table,
+            "documents_table": documents_table,
         },
     )
 

@@ -74,6 +74,7 @@ class OutlastStack(Stack):
         if factory.placeholder_layers or placeholder_console:
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
+        documents = Documents(self, DOCUMENTS, config=config, factory=factory)
         storage = Storage(self, STORAGE, config=config)
         budgets = Budgets(self, BUDGETS, config=config, factory=factory)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
@@ -86,6 +87,7 @@ class OutlastStack(Stack):
             storage=storage,
             webhooks=webhooks,
             budgets=budgets,
+            documents=documents,
         )
         streaming = Streaming(
             self, STREAMING, config=config, factory=factory, storage=storage, realtime=realtime
@@ -96,7 +98,6 @@ class OutlastStack(Stack):
         sweeper = Sweeper(
             self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
         )
-        documents = Documents(self, DOCUMENTS, config=config, factory=factory)
         api = Api(
             self,
             API,
@@ -106,6 +107,7 @@ class OutlastStack(Stack):
             storage=storage,
             budgets=budgets,
             streaming=streaming,
+            documents=documents,
             route_functions={
                 FunctionName.TICKETS: realtime.tickets_function,
                 FunctionName.BUDGET: budgets.function,

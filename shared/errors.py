@@ -109,6 +109,17 @@ class DocumentInUseError(OutlastError):
         super().__init__("Jobs that read this document have not ended yet; delete it once they have.")
 
 
+class DocumentNotReadyError(OutlastError):
+    """A job was asked for on a document that is not Ready: still ingesting (`retry_after` says
+    when to ask again) or Rejected (None: no wait will help)."""
+
+    code = "document_not_ready"
+
+    def __init__(self, detail: str, retry_after: int | None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 class UnsupportedDocumentTypeError(OutlastError):
     """A document declared as a type outside the list outlast reads (415)."""
 

@@ -39,6 +39,7 @@ PROBLEMS: dict[str, ProblemSpec] = {
     "job_not_found": ProblemSpec(404, "Job not found"),
     "document_not_found": ProblemSpec(404, "Document not found"),
     "document_in_use": ProblemSpec(409, "The document is in use"),
+    "document_not_ready": ProblemSpec(409, "The document is not ready"),
     "document_too_large": ProblemSpec(413, "The document is too large"),
     "unsupported_document_type": ProblemSpec(415, "The document type is not supported"),
     "route_not_found": ProblemSpec(404, "No such route"),

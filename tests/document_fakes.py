@@ -114,6 +114,23 @@ class InMemoryDocumentRepository:
         )
         return DocumentPageSlice(items=[d for d in read if not d.is_expired(now)], next_position=position)
 
+    def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """Add the job to the pins of a Ready document."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is None or current.status is not DocumentStatus.READY:
+            raise DocumentConflictError(current)
+        self.documents[key] = current.model_copy(update={"pinned_by": current.pinned_by | {job_id}})
+        self.writes.append("pin")
+
+    def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """Remove the job from the pins, if the document is there."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is not None:
+            self.documents[key] = current.model_copy(update={"pinned_by": current.pinned_by - {job_id}})
+            self.writes.append("unpin")
+
     def delete(self, owner: Caller, document_id: str) -> None:
         """Remove the document unless it is pinned or missing."""
         key = (owner.owner_key, document_id)

@@ -91,6 +91,17 @@ class Documents(Construct):
         """The functions of this capability, by name."""
         return {FunctionName.DOCUMENTS: self.function, FunctionName.INGEST: self.ingest}
 
+    def grant_job_input(self, submit: lambda_.Function) -> None:
+        """The submit's part in jobs on documents: read the document (GetItem), pin it (UpdateItem),
+        read its text (GetObject on texts, ListBucket so that a missing one is 404, not 403)."""
+        grants.grant_table(self.table, submit, ["GetItem", "UpdateItem"])
+        self._grant_pattern(submit, "s3:GetObject", TEXTS, "A job on a document reads the document's text")
+        grants.grant_missing_objects_as_404(self.bucket, submit)
+
+    def grant_unpin(self, notifier: lambda_.Function) -> None:
+        """The notifier's part: a job's terminal write unpins its document (UpdateItem)."""
+        grants.grant_table(self.table, notifier, ["UpdateItem"])
+
     def use_cursor_secret(self, secret: secretsmanager.ISecret) -> None:
         """Sign list cursors with the API's key (made by the API construct, after this one): its ARN
         fills the function's environment at synth."""

@@ -237,14 +237,23 @@ class InvalidParam(BaseModel):
 
 class JobInputBody(BaseModel):
     """
-    The material the operation works on.
+    The material the operation works on: exactly one of `text` and `documentId`.
     """
 
     model_config = ConfigDict(
         extra="forbid",
         populate_by_name=True,
     )
-    text: Annotated[str, Field(min_length=1, title="Text")]
+    document_id: Annotated[
+        str | None,
+        Field(
+            alias="documentId",
+            description="A Ready document of the caller's (POST /v1/documents): its extracted text is the input, as `text` would be.",
+            pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+            title="Documentid",
+        ),
+    ] = None
+    text: Annotated[str | None, Field(min_length=1, title="Text")] = None
 
 
 class JobOptions(BaseModel):

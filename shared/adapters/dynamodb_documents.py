@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
-_UNPINNED = "attribute_exists(#pk) AND (attribute_not_exists(#pins) OR #pins <= :zero)"
+_UNPINNED = "attribute_exists(#pk) AND attribute_not_exists(#pins)"
+# The string set of the ids of the jobs that pin a document (DynamoDB drops an emptied set).
+PINNED_BY = "pinnedBy"
 
 
 def document_key(owner: Caller, document_id: str) -> dict[str, Any]:
@@ -60,7 +62,7 @@ def document_to_item(document: DocumentRecord) -> dict[str, Any]:
         "sha256": ready.sha256 if ready else None,
         "errorCode": error.code.value if error else None,
         "errorMessage": error.message if error else None,
-        "pins": document.pins,
+        PINNED_BY: set(document.pinned_by) or None,
         "revision": document.revision,
     }
     return serialize(values)
@@ -97,7 +99,7 @@ def item_to_document(item: Mapping[str, Any]) -> DocumentRecord:
         error=DocumentRejection(code=values["errorCode"], message=values["errorMessage"])
         if "errorCode" in values
         else None,
-        pins=values.get("pins", 0),
+        pinned_by=frozenset(values.get(PINNED_BY, ())),
         revision=values.get("revision", 1),
     )
 
@@ -192,6 +194,33 @@ class DynamoDocumentRepository:
             items=[item_to_document(item) for item in response.get("Items", [])], next_position=next_position
         )
 
+    def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """One conditional UpdateItem adding the job to the pin set while the document is Ready;
+        DocumentConflictError with the document as it stands (None: missing) otherwise."""
+        self._pin_write(owner, document_id, job_id, pin=True)
+
+    def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """One UpdateItem removing the job from the pin set; nothing when the document is gone."""
+        try:
+            self._pin_write(owner, document_id, job_id, pin=False)
+        except DocumentConflictError:
+            return
+
+    def _pin_write(self, owner: Caller, document_id: str, job_id: str, *, pin: bool) -> None:
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=document_key(owner, document_id),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **_pin_update(document_id, job_id, pin=pin),
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            stored: Any = error.response.get("Item")
+            raise DocumentConflictError(item_to_document(stored) if stored else None) from None
+
     def delete(self, owner: Caller, document_id: str) -> None:
         """One conditional DeleteItem: the document exists and no job pins it."""
         try:
@@ -200,8 +229,7 @@ class DynamoDocumentRepository:
                     TableName=self._table,
                     Key=document_key(owner, document_id),
                     ConditionExpression=_UNPINNED,
-                    ExpressionAttributeNames={"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": "pins"},
-                    ExpressionAttributeValues=serialize({":zero": 0}),
+                    ExpressionAttributeNames={"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY},
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
         except ClientError as error:
@@ -209,6 +237,22 @@ class DynamoDocumentRepository:
                 raise
             stored: Any = error.response.get("Item")
             raise DocumentConflictError(item_to_document(stored) if stored else None) from None
+
+
+def _pin_update(document_id: str, job_id: str, *, pin: bool) -> dict[str, Any]:
+    """ADD or DELETE one job id in the pin set; a pin only while the document is Ready."""
+    condition = "attribute_exists(#pk)" + (" AND #status = :ready" if pin else "")
+    names = {"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY}
+    values: dict[str, Any] = {":job": {"SS": [job_id]}}
+    if pin:
+        names["#status"] = "status"
+        values[":ready"] = {"S": DocumentStatus.READY.value}
+    return {
+        "UpdateExpression": f"{'ADD' if pin else 'DELETE'} #pins :job",
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
 
 
 def _transition_update(transition: UploadTransition) -> UpdateBuilder:

@@ -77,6 +77,15 @@ class DocumentRepository(Protocol):
         may be short while there are more (expired ones are skipped, not counted)."""
         ...
 
+    def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """Add the job to the document's pins while it is Ready (again: no change);
+        DocumentConflictError with the document as it stands (None: missing) otherwise."""
+        ...
+
+    def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """Remove the job from the document's pins; nothing when it holds none or is gone."""
+        ...
+
     def delete(self, owner: Caller, document_id: str) -> None:
         """Remove the document while no job pins it: DocumentConflictError with the document as it
         stands when it is pinned, or with None when it does not exist."""

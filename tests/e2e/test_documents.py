@@ -4,30 +4,19 @@ owner creates, reads, lists and deletes; anyone else gets 404 everywhere (DESIGN
 from __future__ import annotations
 
 import re
-import time
 import uuid
-from typing import Any
 
 from outlast.uploads import UploadAnswer, post_upload
 from tests.support import documents as files
+from tests.support.local_documents import PDF, create_document, settled_document
 from tests.support.local_stack import RunningStack, assert_problem, unique
 
-PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-
-
-def _create(stack: RunningStack, token: str, **fields: Any) -> dict[str, Any]:
-    body = {"filename": "report.pdf", "contentType": PDF, "bytes": 2048} | fields
-    answer = stack.call("POST", "/v1/documents", token=token, body=body)
-    assert answer.status == 201, answer.body
-    assert answer.headers["location"] == f"/v1/documents/{answer.body['documentId']}"
-    created: dict[str, Any] = answer.body
-    return created
 
 
 def test_the_owner_creates_reads_lists_and_deletes_a_document(stack: RunningStack) -> None:
     alice = stack.token(unique("docs-alice"), "docs")
-    created = _create(stack, alice)
+    created = create_document(stack, alice)
     document_id = created["documentId"]
     assert created["status"] == "AwaitingUpload"
     assert created["upload"]["fields"]["key"].endswith(f"/{document_id}/original")
@@ -37,7 +26,7 @@ def test_the_owner_creates_reads_lists_and_deletes_a_document(stack: RunningStac
     assert read.body["status"] == "AwaitingUpload"
     assert int(read.headers["retry-after"]) >= 1
 
-    second = _create(stack, alice, filename="notes.md", contentType="text/markdown")["documentId"]
+    second = create_document(stack, alice, filename="notes.md", contentType="text/markdown")["documentId"]
     page = stack.call("GET", "/v1/documents?limit=1", token=alice)
     assert [d["documentId"] for d in page.body["items"]] == [second]
     rest = stack.call("GET", f"/v1/documents?limit=1&cursor={page.body['nextCursor']}", token=alice)
@@ -50,7 +39,7 @@ def test_the_owner_creates_reads_lists_and_deletes_a_document(stack: RunningStac
 def test_another_user_gets_404_everywhere(stack: RunningStack) -> None:
     alice = stack.token(unique("docs-owner"), "docs")
     bob = stack.token(unique("docs-other"), "docs")
-    document_id = _create(stack, alice)["documentId"]
+    document_id = create_document(stack, alice)["documentId"]
 
     for method in ("GET", "DELETE"):
         theirs = stack.call(method, f"/v1/documents/{document_id}", token=bob)
@@ -86,7 +75,7 @@ def _upload(
 ) -> tuple[str, UploadAnswer]:
     """Create a document declaring `content_type` (and `declared` bytes), then POST `data` with its form
     (`form` overrides fields of it, as a client that tampers with the form would)."""
-    created = _create(stack, token, contentType=content_type, bytes=declared or len(data))
+    created = create_document(stack, token, contentType=content_type, bytes=declared or len(data))
     fields = {**created["upload"]["fields"], **(form or {})}
     answer = post_upload(
         created["upload"]["url"], fields, filename="upload", data=data, content_type=content_type
@@ -94,23 +83,8 @@ def _upload(
     return created["documentId"], answer
 
 
-def _settled(
-    stack: RunningStack, token: str, document_id: str, timeout_seconds: float = 60
-) -> dict[str, Any]:
-    """The document once Ready or Rejected (polled as a client would, by its Retry-After)."""
-    deadline = time.monotonic() + timeout_seconds
-    while True:
-        read = stack.call("GET", f"/v1/documents/{document_id}", token=token)
-        assert read.status == 200, read.body
-        if read.body["status"] != "AwaitingUpload":
-            document: dict[str, Any] = read.body
-            return document
-        assert time.monotonic() < deadline, f"{document_id} still awaits its upload"
-        time.sleep(0.2)
-
-
 def _rejected(stack: RunningStack, token: str, document_id: str) -> str:
-    document = _settled(stack, token, document_id)
+    document = settled_document(stack, token, document_id)
     assert document["status"] == "Rejected", document
     assert document["ready"] is None
     code: str = document["error"]["code"]
@@ -123,7 +97,7 @@ def test_a_multi_page_pdf_becomes_ready_with_its_text_facts(stack: RunningStack)
     document_id, answer = _upload(stack, alice, files.pdf(pages), PDF)
 
     assert answer.ok, answer.body
-    document = _settled(stack, alice, document_id)
+    document = settled_document(stack, alice, document_id)
     assert document["status"] == "Ready", document
     assert document["ready"]["pages"] == 3
     assert document["ready"]["textBytes"] > sum(len(p) for p in pages) // 2
@@ -140,7 +114,7 @@ def test_docx_markdown_and_text_become_ready(stack: RunningStack) -> None:
     for data, content_type in uploads:
         document_id, answer = _upload(stack, alice, data, content_type)
         assert answer.ok, answer.body
-        document = _settled(stack, alice, document_id)
+        document = settled_document(stack, alice, document_id)
         assert document["status"] == "Ready", (content_type, document)
         assert document["ready"]["pages"] is None
         assert document["ready"]["bytes"] == len(data)
@@ -194,7 +168,7 @@ def test_another_user_cannot_read_a_ready_document(stack: RunningStack) -> None:
     alice = stack.token(unique("docs-ready-owner"), "docs")
     bob = stack.token(unique("docs-ready-other"), "docs")
     document_id, _ = _upload(stack, alice, files.MARKDOWN.encode(), "text/markdown")
-    assert _settled(stack, alice, document_id)["status"] == "Ready"
+    assert settled_document(stack, alice, document_id)["status"] == "Ready"
 
     for method in ("GET", "DELETE"):
         assert_problem(

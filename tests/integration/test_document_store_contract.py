@@ -38,6 +38,7 @@ from tests.support.aws import REGION, DocumentResources, create_document_resourc
 pytestmark = pytest.mark.integration
 
 UPLOAD = Upload(etag="etag-1", bytes=1000)
+READY_FACTS = ReadyFacts(pages=1, bytes=1000, text_bytes=10, sha256="0" * 64)
 LATER = CREATED + timedelta(minutes=1)
 
 
@@ -191,7 +192,7 @@ def test_delete_removes_an_unpinned_document(repository: DocumentRepository) -> 
 
 
 def test_delete_refuses_a_pinned_document_and_says_so(repository: DocumentRepository) -> None:
-    document = document_record(pins=1)
+    document = document_record(pinned_by=frozenset({"job-1"}))
     repository.create(document)
 
     with pytest.raises(DocumentConflictError) as refused:
@@ -199,6 +200,32 @@ def test_delete_refuses_a_pinned_document_and_says_so(repository: DocumentReposi
 
     assert refused.value.current == document
     assert repository.get(OWNER, document.document_id) == document
+
+
+def test_pins_are_a_set_of_jobs_and_only_a_ready_document_takes_one(repository: DocumentRepository) -> None:
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    awaiting = document_record()
+    repository.create(ready)
+    repository.create(awaiting)
+
+    repository.pin(OWNER, ready.document_id, "job-1")
+    repository.pin(OWNER, ready.document_id, "job-1")  # a retried submit: no second pin
+    repository.pin(OWNER, ready.document_id, "job-2")
+    assert repository.get(OWNER, ready.document_id).pinned_by == {"job-1", "job-2"}  # type: ignore[union-attr]
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.pin(OWNER, awaiting.document_id, "job-3")
+    assert refused.value.current == awaiting
+    with pytest.raises(DocumentConflictError) as missing:
+        repository.pin(OWNER, document_record().document_id, "job-3")
+    assert missing.value.current is None
+
+    repository.unpin(OWNER, ready.document_id, "job-1")
+    repository.unpin(OWNER, ready.document_id, "job-1")  # a redelivered terminal record
+    repository.unpin(OWNER, ready.document_id, "job-2")
+    repository.unpin(OWNER, document_record().document_id, "job-9")  # no such document: nothing
+    assert repository.get(OWNER, ready.document_id).pinned_by == frozenset()  # type: ignore[union-attr]
+    assert repository.get(OWNER, document_record().document_id) is None
+    repository.delete(OWNER, ready.document_id)
 
 
 # --- the objects ---------------------------------------------------------------------------------

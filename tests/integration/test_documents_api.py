@@ -128,8 +128,8 @@ def test_delete_removes_the_document_and_a_pinned_one_is_409(
     dynamodb.update_item(
         TableName=documents.table,
         Key={r.DOCUMENTS_PARTITION_KEY: {"S": ALICE.owner_key}, r.DOCUMENTS_SORT_KEY: {"S": kept}},
-        UpdateExpression="SET pins = :one",
-        ExpressionAttributeValues={":one": {"N": "1"}},
+        UpdateExpression="ADD pinnedBy :job",
+        ExpressionAttributeValues={":job": {"SS": ["a-job"]}},
     )
 
     assert _on("delete_document", gone).status == 204

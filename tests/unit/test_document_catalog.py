@@ -151,7 +151,7 @@ def test_a_pinned_document_is_in_use_and_kept(
     document_id = catalog.create(OWNER, _request()).document_id
     objects.upload(OWNER, document_id, b"%PDF")
     key = (OWNER.owner_key, document_id)
-    repository.documents[key] = repository.documents[key].model_copy(update={"pins": 1})
+    repository.documents[key] = repository.documents[key].model_copy(update={"pinned_by": frozenset({"j"})})
 
     with pytest.raises(DocumentInUseError):
         catalog.delete(OWNER, document_id)

@@ -78,7 +78,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a job
-         * @description Accepts work for the model and answers at once; poll the Location for its status. When the caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens (403 budget_exceeded when it does not fit); the reservation is settled to the tokens used when the job ends.
+         * @description Accepts work for the model and answers at once; poll the Location for its status. When the caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens (403 budget_exceeded when it does not fit); the reservation is settled to the tokens used when the job ends. With input.documentId the caller's Ready document's text is the input (404 document_not_found, 409 document_not_ready with Retry-After while it ingests), and the document cannot be deleted until the job ends.
          */
         post: operations["submitJob"];
         delete?: never;
@@ -344,11 +344,16 @@ export interface components {
         };
         /**
          * JobInputBody
-         * @description The material the operation works on.
+         * @description The material the operation works on: exactly one of `text` and `documentId`.
          */
         JobInputBody: {
+            /**
+             * Documentid
+             * @description A Ready document of the caller's (POST /v1/documents): its extracted text is the input, as `text` would be.
+             */
+            documentId?: string;
             /** Text */
-            text: string;
+            text?: string;
         };
         /**
          * JobOptions
@@ -1295,7 +1300,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: idempotency_key_reused */
+            /** @description Problem: document_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: document_not_ready, idempotency_key_reused */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -60,7 +60,7 @@ def markdown(document: dict[str, Any]) -> str:
     parts = [
         "# Benchmarks\n",
         "Written by `make bench` (`python -m outlast.bench`, `BENCH_ARGS=--quick` for a short run, "
-        "`--only cost,worker,longinput,coldstart,pipeline,streaming` for some sections); do not edit "
+        "`--only cost,worker,longinput,coldstart,pipeline,streaming,ingest` for some sections); do not edit "
         "by hand. The same numbers are in [benchmarks.json](benchmarks.json). Everything here runs on "
         "one machine: "
         "the functions' real handlers against moto and the local model server. Timings are local "
@@ -80,6 +80,8 @@ def markdown(document: dict[str, Any]) -> str:
         parts.append(_pipeline(document["pipeline"]))
     if "streaming" in document:
         parts.append(_streaming(document["streaming"]))
+    if "ingest" in document:
+        parts.append(_ingest(document["ingest"]))
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -821,4 +823,25 @@ def _longinput(section: dict[str, Any]) -> str:
             f"| {row['step']} | {row['operation']} | {row['table']} | {row['item']} | "
             f"{row.get('writeUnits', '-')} | {index} | {row['perJob']} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _ingest(section: dict[str, Any]) -> str:
+    document, markdown = section["pdf"], section["markdown"]
+    pdf_row = (
+        f"| PDF, {document['pages']} pages | {document['bytes']:,} bytes | {document['textBytes']:,} bytes "
+        f"| {_spread(document['seconds'])} | {document['msPerPage']} ms | {document['msPerMegabyte']} ms |"
+    )
+    markdown_row = (
+        f"| Markdown | {markdown['bytes']:,} bytes | {markdown['bytes']:,} bytes "
+        f"| {_spread(markdown['seconds'])} | - | - |"
+    )
+    lines = [
+        "## Ingest: a document's text\n",
+        f"{section['method']}. {_stamp(section)}\n",
+        "| file | size | text | seconds (median, min-max) | per page | per MB |",
+        "|---|---:|---:|---|---:|---:|",
+        pdf_row,
+        markdown_row,
+    ]
     return "\n".join(lines) + "\n"

@@ -33,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost,longinput,coldstart",
+            "worker,cost,longinput,coldstart,ingest",
             "--out-dir",
             str(out_dir),
         ],
@@ -259,3 +259,16 @@ def test_long_input_section_counts_steps_calls_and_units(report: tuple[dict[str,
     assert any(row["item"] == "JOB/STEP" for row in section["dynamodb"])
     assert _positive(section["usdPerJob"])
     assert "A 1 MiB summarize in steps" in markdown
+
+
+def test_ingest_section_times_a_pdf_per_page_and_per_megabyte(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the ingest benchmark (a 3-page PDF, one extraction)
+    document, markdown = report
+    section = document["ingest"]
+    # Then the PDF's pages were all read, and its time is given per page and per MB
+    assert section["pdf"]["pages"] == 3
+    assert _positive(section["pdf"]["textBytes"])
+    assert _positive(section["pdf"]["msPerPage"])
+    assert _positive(section["pdf"]["msPerMegabyte"])
+    assert section["markdown"]["bytes"] > 8_000_000
+    assert "Ingest: a document's text" in markdown

@@ -123,3 +123,25 @@ def test_extract_with_a_schema_on_a_document_succeeds(stack: RunningStack) -> No
     output = stack.call("GET", f"/v1/jobs/{job['jobId']}/result", token=alice).body["output"]
     assert set(output) == {"vendor", "total"}
     assert json.dumps(output)
+
+
+def test_a_300_page_pdf_is_summarized_in_steps_with_progress(stack: RunningStack) -> None:
+    alice = stack.token(unique("docjobs-long"), "docjobs")
+    data = files.pdf(files.numbered_pages(300, words_per_page=60))
+    created = create_document(
+        stack, alice, filename="long.pdf", contentType="application/pdf", bytes=len(data)
+    )
+    upload = created["upload"]
+    answer = post_upload(
+        upload["url"], upload["fields"], filename="long.pdf", data=data, content_type="application/pdf"
+    )
+    assert answer.ok, answer.body
+    document = settled_document(stack, alice, created["documentId"])
+    assert document["ready"]["pages"] == 300
+
+    job_id = stack.submit(alice, _on(created["documentId"])).body["jobId"]
+    job = stack.wait_terminal(job_id, alice, timeout_seconds=180)
+
+    assert job["status"] == "Succeeded", job
+    assert job["progress"]["totalSteps"] > 1
+    assert job["progress"]["completedSteps"] == job["progress"]["totalSteps"]

@@ -203,13 +203,16 @@ def sweeper_environment(
     jobs_queue_url: str,
     isolation_queue_url: str,
     budgets_table: str,
+    documents_table: str,
 ) -> dict[str, str]:
-    """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations it repairs."""
+    """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations and the
+    document pins it repairs."""
     return settings_environment(
         SweeperSettings,
         {
             "jobs_table": jobs_table,
             "budgets_table": budgets_table,
+            "documents_table": documents_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,

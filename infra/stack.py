@@ -96,7 +96,14 @@ class OutlastStack(Stack):
             self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox, streaming=streaming
         )
         sweeper = Sweeper(
-            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+            self,
+            SWEEPER,
+            config=config,
+            factory=factory,
+            storage=storage,
+            outbox=outbox,
+            budgets=budgets,
+            documents=documents,
         )
         api = Api(
             self,

@@ -127,6 +127,12 @@ DOCUMENTS_SORT_KEY = "sk"  # the document id
 DOCUMENTS_LIST_INDEX = "byCreated"
 DOCUMENTS_LIST_INDEX_SORT = "listKey"
 DOCUMENTS_PREFIX = "documents/"
+# Pinned documents carry the keys of a sparse, sharded index, due a grace after the last pin: the
+# sweeper's way to pins whose job ended without its terminal write unpinning (or never was written).
+DOCUMENTS_PIN_INDEX = "byPinCheck"
+DOCUMENTS_PIN_INDEX_PARTITION = "pinShard"
+DOCUMENTS_PIN_INDEX_SORT = "pinCheckAt"
+DOCUMENTS_PIN_SHARDS = 4
 
 # Streaming output (DESIGN.md, "Streaming output"): each flush of a streaming call is one item of
 # the output events table (`JOB#<id>` / `<attempt>#<seq>`, both zero-padded so they sort as

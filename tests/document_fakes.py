@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from functions.ingest.formats import extractor_for
 from shared.adapters.dynamo_items import list_key
+from shared.adapters.dynamodb_documents import pin_shard
 from shared.cursor import ListPosition
 from shared.documents.extraction import Extracted, ExtractionLimits
 from shared.documents.ports import DocumentConflictError, DocumentPageSlice, UploadGrant, UploadTransition
@@ -54,6 +55,9 @@ class InMemoryDocumentRepository:
     def __init__(self) -> None:
         self.documents: dict[tuple[str, str], DocumentRecord] = {}
         self.writes: list[str] = []
+        # The pin index: when each pinned document's check is due (kept after its last unpin, as
+        # the adapter's index keys are, until the sweeper drops it).
+        self.pin_checks: dict[tuple[str, str], datetime] = {}
 
     def create(self, document: DocumentRecord) -> None:
         """Write a new document; ConditionFailedError when the id exists for the owner."""
@@ -114,14 +118,36 @@ class InMemoryDocumentRepository:
         )
         return DocumentPageSlice(items=[d for d in read if not d.is_expired(now)], next_position=position)
 
-    def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
-        """Add the job to the pins of a Ready document."""
+    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
+        """Add the job to the pins of a Ready document; its check is due at `check_at`."""
         key = (owner.owner_key, document_id)
         current = self.documents.get(key)
         if current is None or current.status is not DocumentStatus.READY:
             raise DocumentConflictError(current)
         self.documents[key] = current.model_copy(update={"pinned_by": current.pinned_by | {job_id}})
+        self.pin_checks[key] = check_at
         self.writes.append("pin")
+
+    def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:
+        """Documents of the shard whose check is due, earliest first."""
+        due = sorted(
+            (at, key) for key, at in self.pin_checks.items() if at <= now and pin_shard(key[1]) == shard
+        )
+        found: list[tuple[Caller, str]] = []
+        for _, (owner_key, document_id) in due[:limit]:
+            tenant, _, sub = owner_key.partition("#")
+            found.append((Caller(tenant=tenant, sub=sub), document_id))
+        return found
+
+    def reschedule_pin_check(self, owner: Caller, document_id: str, check_at: datetime) -> None:
+        """Drop the check when no pin is left, else move it."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is None or not current.pinned_by:
+            if current is not None:
+                self.pin_checks.pop(key, None)
+            return
+        self.pin_checks[key] = check_at
 
     def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
         """Remove the job from the pins, if the document is there."""
@@ -138,6 +164,7 @@ class InMemoryDocumentRepository:
         if current is None or current.pins > 0:
             raise DocumentConflictError(current)
         del self.documents[key]
+        self.pin_checks.pop(key, None)
         self.writes.append("delete")
 
 

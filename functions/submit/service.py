@@ -124,7 +124,8 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     job = _job_from_claim(claim, caller, request, "item", plan.total_steps, hold=hold)
     if document is not None:
         # Pinned before the job is written: the job's terminal write unpins it (the notifier).
-        pin_document(deps.documents, caller, document.document_id, claim.job_id)
+        check_at = now + timedelta(seconds=settings.dispatch_grace_seconds)
+        pin_document(deps.documents, caller, document.document_id, claim.job_id, check_at)
         job = job.model_copy(update={"document_id": document.document_id, "document_sha256": document.sha256})
     if deps.repository.fits_in_job_item(job, input_body=job_input.body()):
         # A small input rides in the job item: one write fewer now and at the end (DESIGN.md,

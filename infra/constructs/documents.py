@@ -98,6 +98,13 @@ class Documents(Construct):
         self._grant_pattern(submit, "s3:GetObject", TEXTS, "A job on a document reads the document's text")
         grants.grant_missing_objects_as_404(self.bucket, submit)
 
+    def grant_pin_repair(self, sweeper: lambda_.Function) -> None:
+        """The sweeper's part: pinned documents due a check (Query on the pin index), the document
+        (GetItem), its pins and its check (UpdateItem)."""
+        grants.grant_table(
+            self.table, sweeper, ["Query", "GetItem", "UpdateItem"], indexes=[r.DOCUMENTS_PIN_INDEX]
+        )
+
     def grant_unpin(self, notifier: lambda_.Function) -> None:
         """The notifier's part: a job's terminal write unpins its document (UpdateItem)."""
         grants.grant_table(self.table, notifier, ["UpdateItem"])
@@ -128,7 +135,15 @@ class Documents(Construct):
             sort_key=dynamodb.Attribute(name=r.DOCUMENTS_LIST_INDEX_SORT, type=_STRING),
             projection_type=dynamodb.ProjectionType.ALL,
         )
-        capacity.auto_scale(table, config)
+        # Pinned documents only carry its keys (sparse, sharded): the sweeper's pin repair.
+        table.add_global_secondary_index(
+            index_name=r.DOCUMENTS_PIN_INDEX,
+            partition_key=dynamodb.Attribute(name=r.DOCUMENTS_PIN_INDEX_PARTITION, type=_STRING),
+            sort_key=dynamodb.Attribute(name=r.DOCUMENTS_PIN_INDEX_SORT, type=_STRING),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+            **capacity.index_capacity(config),
+        )
+        capacity.auto_scale(table, config, indexes=(r.DOCUMENTS_PIN_INDEX,))
         return table
 
     def _bucket(self, config: StageConfig) -> s3.Bucket:

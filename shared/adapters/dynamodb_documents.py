@@ -194,26 +194,87 @@ class DynamoDocumentRepository:
             items=[item_to_document(item) for item in response.get("Items", [])], next_position=next_position
         )
 
-    def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
-        """One conditional UpdateItem adding the job to the pin set while the document is Ready;
-        DocumentConflictError with the document as it stands (None: missing) otherwise."""
-        self._pin_write(owner, document_id, job_id, pin=True)
+    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
+        """One conditional UpdateItem adding the job to the pin set while the document is Ready,
+        and the pin index's keys; DocumentConflictError with the document as it stands otherwise."""
+        self._pin_write(owner, document_id, job_id, check_at)
 
     def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
-        """One UpdateItem removing the job from the pin set; nothing when the document is gone."""
+        """One UpdateItem removing the job from the pin set; nothing when the document is gone.
+        The index keys stay: the sweeper drops them when it finds no pin left."""
         try:
-            self._pin_write(owner, document_id, job_id, pin=False)
+            self._pin_write(owner, document_id, job_id, None)
         except DocumentConflictError:
             return
 
-    def _pin_write(self, owner: Caller, document_id: str, job_id: str, *, pin: bool) -> None:
+    def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:
+        """A Query of the sparse pin index: the shard's documents whose check is due."""
+        with storage_errors():
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=r.DOCUMENTS_PIN_INDEX,
+                KeyConditionExpression="#shard = :shard AND #check <= :now",
+                ExpressionAttributeNames={
+                    "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+                    "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+                },
+                ExpressionAttributeValues=serialize({":shard": shard, ":now": to_iso(now)}),
+                Limit=limit,
+            )
+        due: list[tuple[Caller, str]] = []
+        for item in response.get("Items", []):
+            tenant, _, sub = item[r.DOCUMENTS_PARTITION_KEY]["S"].partition("#")
+            due.append((Caller(tenant=tenant, sub=sub), item[r.DOCUMENTS_SORT_KEY]["S"]))
+        return due
+
+    def reschedule_pin_check(self, owner: Caller, document_id: str, check_at: datetime) -> None:
+        """Drop the index keys when no pin is left (conditional REMOVE), else move the check."""
+        names = {
+            "#pk": r.DOCUMENTS_PARTITION_KEY,
+            "#pins": PINNED_BY,
+            "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+            "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+        }
+        if self._updated_if(
+            owner,
+            document_id,
+            UpdateExpression="REMOVE #shard, #check",
+            ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#pins)",
+            ExpressionAttributeNames=names,
+        ):
+            return
+        # Pins are left (or the document is gone, or its last pin went meanwhile: the next
+        # sweep drops the keys then).
+        self._updated_if(
+            owner,
+            document_id,
+            UpdateExpression="SET #check = :check",
+            ConditionExpression="attribute_exists(#pk) AND attribute_exists(#pins)",
+            ExpressionAttributeNames={k: v for k, v in names.items() if k != "#shard"},
+            ExpressionAttributeValues=serialize({":check": to_iso(check_at)}),
+        )
+
+    def _updated_if(self, owner: Caller, document_id: str, **update: Any) -> bool:
+        """One conditional UpdateItem; False when its condition did not hold."""
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._table, Key=document_key(owner, document_id), **update
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            return False
+        return True
+
+    def _pin_write(self, owner: Caller, document_id: str, job_id: str, check_at: datetime | None) -> None:
         try:
             with storage_errors():
                 self._client.update_item(
                     TableName=self._table,
                     Key=document_key(owner, document_id),
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **_pin_update(document_id, job_id, pin=pin),
+                    **_pin_update(document_id, job_id, check_at),
                 )
         except ClientError as error:
             if error_code(error) != _CONDITION_FAILED:
@@ -239,16 +300,32 @@ class DynamoDocumentRepository:
             raise DocumentConflictError(item_to_document(stored) if stored else None) from None
 
 
-def _pin_update(document_id: str, job_id: str, *, pin: bool) -> dict[str, Any]:
-    """ADD or DELETE one job id in the pin set; a pin only while the document is Ready."""
+def pin_shard(document_id: str) -> str:
+    """The pin index shard of a document (its id is random: an even spread)."""
+    return str(int(document_id.replace("-", "")[-4:], 16) % r.DOCUMENTS_PIN_SHARDS)
+
+
+def _pin_update(document_id: str, job_id: str, check_at: datetime | None) -> dict[str, Any]:
+    """ADD (with the check's index keys, while the document is Ready) or DELETE one job id."""
+    pin = check_at is not None
     condition = "attribute_exists(#pk)" + (" AND #status = :ready" if pin else "")
     names = {"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY}
     values: dict[str, Any] = {":job": {"SS": [job_id]}}
-    if pin:
-        names["#status"] = "status"
-        values[":ready"] = {"S": DocumentStatus.READY.value}
+    expression = "DELETE #pins :job"
+    if check_at is not None:
+        names |= {
+            "#status": "status",
+            "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+            "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+        }
+        values |= {
+            ":ready": {"S": DocumentStatus.READY.value},
+            ":shard": {"S": pin_shard(document_id)},
+            ":check": {"S": to_iso(check_at)},
+        }
+        expression = "ADD #pins :job SET #shard = :shard, #check = :check"
     return {
-        "UpdateExpression": f"{'ADD' if pin else 'DELETE'} #pins :job",
+        "UpdateExpression": expression,
         "ConditionExpression": condition,
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,

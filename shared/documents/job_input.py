@@ -51,10 +51,13 @@ def read_document_text(
     return DocumentText(document_id=canonical, text=stored.decode("utf-8"), sha256=ready.sha256)
 
 
-def pin_document(documents: DocumentRepository, caller: Caller, document_id: str, job_id: str) -> None:
-    """Pin the document for the job (again: no change), before the job is written."""
+def pin_document(
+    documents: DocumentRepository, caller: Caller, document_id: str, job_id: str, check_at: datetime
+) -> None:
+    """Pin the document for the job (again: no change), before the job is written; the sweeper
+    looks at the pin at `check_at` (shared.documents.pin_repair)."""
     try:
-        documents.pin(caller, document_id, job_id)
+        documents.pin(caller, document_id, job_id, check_at)
     except DocumentConflictError as refused:
         if refused.current is None:
             raise DocumentNotFoundError from None

@@ -77,9 +77,18 @@ class DocumentRepository(Protocol):
         may be short while there are more (expired ones are skipped, not counted)."""
         ...
 
-    def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
-        """Add the job to the document's pins while it is Ready (again: no change);
-        DocumentConflictError with the document as it stands (None: missing) otherwise."""
+    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
+        """Add the job to the document's pins while it is Ready (again: no change), and have the
+        sweeper look at the pins at `check_at`; DocumentConflictError with the document as it
+        stands (None: missing) otherwise."""
+        ...
+
+    def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:
+        """Up to `limit` pinned documents of a shard whose check is due: (owner, document id)."""
+        ...
+
+    def reschedule_pin_check(self, owner: Caller, document_id: str, check_at: datetime) -> None:
+        """Look at the pins again at `check_at`, or never again when none is left."""
         ...
 
     def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:

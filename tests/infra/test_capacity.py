@@ -93,6 +93,7 @@ def test_provisioned_mode_auto_scales_every_table_and_index_in_both_dimensions(s
         ((STORAGE, JOBS_TABLE), r.SWEEP_INDEX),
         ((BUDGETS, BUDGETS_TABLE), r.BUDGET_CHECK_INDEX),
         ((WEBHOOKS, WEBHOOKS_TABLE), r.WEBHOOKS_TENANT_INDEX),
+        ((DOCUMENTS, DOCUMENTS_TABLE), r.DOCUMENTS_PIN_INDEX),
     ]
     expected = {
         (synthesized_provisioned.logical_id(*path), "", f"dynamodb:table:{dimension}CapacityUnits")

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from shared.adapters.dynamodb_documents import DynamoDocumentRepository
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository, pin_shard
 from shared.adapters.s3_documents import S3DocumentObjects
 from shared.adapters.sqs_dead_letters import SqsDeadLetterQueue
 from shared.documents.keys import DocumentPart, object_key
@@ -208,15 +208,15 @@ def test_pins_are_a_set_of_jobs_and_only_a_ready_document_takes_one(repository: 
     repository.create(ready)
     repository.create(awaiting)
 
-    repository.pin(OWNER, ready.document_id, "job-1")
-    repository.pin(OWNER, ready.document_id, "job-1")  # a retried submit: no second pin
-    repository.pin(OWNER, ready.document_id, "job-2")
+    repository.pin(OWNER, ready.document_id, "job-1", LATER)
+    repository.pin(OWNER, ready.document_id, "job-1", LATER)  # a retried submit: no second pin
+    repository.pin(OWNER, ready.document_id, "job-2", LATER)
     assert repository.get(OWNER, ready.document_id).pinned_by == {"job-1", "job-2"}  # type: ignore[union-attr]
     with pytest.raises(DocumentConflictError) as refused:
-        repository.pin(OWNER, awaiting.document_id, "job-3")
+        repository.pin(OWNER, awaiting.document_id, "job-3", LATER)
     assert refused.value.current == awaiting
     with pytest.raises(DocumentConflictError) as missing:
-        repository.pin(OWNER, document_record().document_id, "job-3")
+        repository.pin(OWNER, document_record().document_id, "job-3", LATER)
     assert missing.value.current is None
 
     repository.unpin(OWNER, ready.document_id, "job-1")
@@ -226,6 +226,24 @@ def test_pins_are_a_set_of_jobs_and_only_a_ready_document_takes_one(repository: 
     assert repository.get(OWNER, ready.document_id).pinned_by == frozenset()  # type: ignore[union-attr]
     assert repository.get(OWNER, document_record().document_id) is None
     repository.delete(OWNER, ready.document_id)
+
+
+def test_pinned_documents_are_due_for_a_check_until_no_pin_is_left(repository: DocumentRepository) -> None:
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    repository.create(ready)
+    shard = pin_shard(ready.document_id)
+    repository.pin(OWNER, ready.document_id, "job-1", LATER)
+
+    assert repository.pins_due(shard, CREATED, 10) == []  # not due yet
+    assert repository.pins_due(shard, LATER, 10) == [(OWNER, ready.document_id)]
+    repository.reschedule_pin_check(OWNER, ready.document_id, LATER + timedelta(minutes=5))
+    assert repository.pins_due(shard, LATER, 10) == []
+    repository.unpin(OWNER, ready.document_id, "job-1")
+    due = LATER + timedelta(minutes=5)
+    assert repository.pins_due(shard, due, 10) == [(OWNER, ready.document_id)]  # until the sweeper looks
+    repository.reschedule_pin_check(OWNER, ready.document_id, due + timedelta(minutes=5))
+    assert repository.pins_due(shard, due + timedelta(days=1), 10) == []  # no pin left: out of the index
+    repository.reschedule_pin_check(OWNER, document_record().document_id, due)  # gone: nothing
 
 
 # --- the objects ---------------------------------------------------------------------------------

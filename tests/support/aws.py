@@ -248,7 +248,23 @@ def documents_table_definition(name: str) -> dict[str, Any]:
         ],
         "AttributeDefinitions": [
             {"AttributeName": key, "AttributeType": "S"}
-            for key in (r.DOCUMENTS_PARTITION_KEY, r.DOCUMENTS_SORT_KEY, r.DOCUMENTS_LIST_INDEX_SORT)
+            for key in (
+                r.DOCUMENTS_PARTITION_KEY,
+                r.DOCUMENTS_SORT_KEY,
+                r.DOCUMENTS_LIST_INDEX_SORT,
+                r.DOCUMENTS_PIN_INDEX_PARTITION,
+                r.DOCUMENTS_PIN_INDEX_SORT,
+            )
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.DOCUMENTS_PIN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.DOCUMENTS_PIN_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.DOCUMENTS_PIN_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
         ],
         "LocalSecondaryIndexes": [
             {

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -120,9 +121,9 @@ def test_the_pin_comes_before_the_job_is_written(
     seen: list[bool] = []
 
     class Watching(InMemoryDocumentRepository):
-        def pin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
             seen.append(repository.get_job(job_id) is None)
-            super().pin(owner, document_id, job_id)
+            super().pin(owner, document_id, job_id, check_at)
 
     watching = Watching()
     document_id = _ready(watching, objects)

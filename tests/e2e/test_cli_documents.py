@@ -5,14 +5,27 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from outlast.cli.errors import ExitCode
+from outlast.client import ApiError, Client
 from tests.support import documents as files
 from tests.support.cli import run
 from tests.support.local_stack import RunningStack, unique
+
+
+def _until_unpinned(delete: Callable[[], str | None], timeout_seconds: float = 30) -> None:
+    """Delete once the job's terminal write has been unpinned (the notifier's part, just after the
+    job ends): `delete` answers None, or what refused it (which must be document_in_use)."""
+    deadline = time.monotonic() + timeout_seconds
+    while (refusal := delete()) is not None:
+        assert "document_in_use" in refusal, refusal
+        assert time.monotonic() < deadline, "the document stayed pinned after its job ended"
+        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -43,8 +56,11 @@ def test_upload_then_summarize_the_document_then_delete_it(signed_in: RunningSta
     code, out, _ = run("documents", "list")
     assert document_id in out
 
-    code, _, err = run("documents", "delete", document_id)
-    assert code == ExitCode.OK, err
+    def delete() -> str | None:
+        code, _, err = run("documents", "delete", document_id)
+        return None if code == ExitCode.OK else err
+
+    _until_unpinned(delete)
     code, _, err = run("documents", "show", document_id)
     assert code == ExitCode.ERROR
     assert "document_not_found" in err or "404" in err
@@ -89,3 +105,29 @@ def test_an_unknown_type_is_a_usage_error(signed_in: RunningStack, tmp_path: Pat
 
     assert code == ExitCode.ERROR
     assert ".pdf" in err
+
+
+def test_the_python_client_uploads_and_runs_a_job_on_a_document(stack: RunningStack, tmp_path: Path) -> None:
+    client = Client(stack.url, token=stack.token(unique("client-docs"), "cli-docs"))
+    notes = tmp_path / "notes.md"
+    notes.write_text(files.MARKDOWN)
+
+    document = client.upload_document(notes, timeout=60)
+    assert document.status == "Ready"
+    job = client.submit("summarize", document_id=document.document_id)
+    done = client.wait(job.job_id, timeout=90)
+
+    assert done.status == "Succeeded"
+    assert client.result(job.job_id).output
+
+    def delete() -> str | None:
+        try:
+            client.delete_document(document.document_id)
+        except ApiError as error:
+            return error.code
+        return None
+
+    _until_unpinned(delete)
+    with pytest.raises(ApiError) as gone:
+        client.document(document.document_id)
+    assert gone.value.code == "document_not_found"

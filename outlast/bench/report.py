@@ -60,9 +60,9 @@ def markdown(document: dict[str, Any]) -> str:
     parts = [
         "# Benchmarks\n",
         "Written by `make bench` (`python -m outlast.bench`, `BENCH_ARGS=--quick` for a short run, "
-        "`--only cost,worker,longinput,coldstart,pipeline,streaming,ingest` for some sections); do not edit "
-        "by hand. The same numbers are in [benchmarks.json](benchmarks.json). Everything here runs on "
-        "one machine: "
+        "`--only cost,worker,longinput,coldstart,pipeline,streaming,ingest,documentsubmit` for some "
+        "sections); do not edit by hand. The same numbers are in [benchmarks.json](benchmarks.json). "
+        "Everything here runs on one machine: "
         "the functions' real handlers against moto and the local model server. Timings are local "
         "proxies, noisy on a shared machine; each section says how it was measured, the spread of "
         "its samples and the machine's load. Tests assert behaviour; these are numbers.\n",
@@ -82,6 +82,8 @@ def markdown(document: dict[str, Any]) -> str:
         parts.append(_streaming(document["streaming"]))
     if "ingest" in document:
         parts.append(_ingest(document["ingest"]))
+    if "documentsubmit" in document:
+        parts.append(_document_submit(document["documentsubmit"]))
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -843,5 +845,19 @@ def _ingest(section: dict[str, Any]) -> str:
         "|---|---:|---:|---|---:|---:|",
         pdf_row,
         markdown_row,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _document_submit(section: dict[str, Any]) -> str:
+    inline, document = section["inline"], section["document"]
+    lines = [
+        "## Submit on a document\n",
+        f"{section['method']}. {_stamp(section)}\n",
+        "| input | bytes | submit seconds (median, min-max) |",
+        "|---|---:|---|",
+        f"| inline text (the most a body takes) | {inline['bytes']:,} | {_spread(inline['seconds'])} |",
+        f"| a document's text ({section['documentMiB']} MiB) | {document['bytes']:,} | "
+        f"{_spread(document['seconds'])} |",
     ]
     return "\n".join(lines) + "\n"

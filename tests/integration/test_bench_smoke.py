@@ -33,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost,longinput,coldstart,ingest",
+            "worker,cost,longinput,coldstart,ingest,documentsubmit",
             "--out-dir",
             str(out_dir),
         ],
@@ -272,3 +272,15 @@ def test_ingest_section_times_a_pdf_per_page_and_per_megabyte(report: tuple[dict
     assert _positive(section["pdf"]["msPerMegabyte"])
     assert section["markdown"]["bytes"] > 8_000_000
     assert "Ingest: a document's text" in markdown
+
+
+def test_document_submit_section_times_a_submit_on_a_document_beside_inline_text(
+    report: tuple[dict[str, Any], str],
+) -> None:
+    # Given a smoke run of the document submit benchmark (a small document, one pair of submits)
+    document, markdown = report
+    section = document["documentsubmit"]
+    # Then both submits were accepted and timed, the document's by its size
+    assert section["document"]["seconds"]["n"] == section["inline"]["seconds"]["n"] == 1
+    assert section["document"]["bytes"] > 50_000
+    assert "Submit on a document" in markdown

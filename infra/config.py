@@ -217,6 +217,19 @@ class StageConfig(BaseModel):
     webhook_failure_alarm_percent: float = Field(default=50, alias="webhookFailureAlarmPercent", gt=0, le=100)
     webhook_failure_alarm_min_attempts: int = Field(default=20, alias="webhookFailureAlarmMinAttempts", ge=1)
 
+    # Documents (DESIGN.md, "Documents"): how large a file and its text may be, how long a document
+    # is kept, and the ingest function's size (measured: `make bench`, ingest section).
+    max_document_bytes: int = Field(
+        default=25 * 1024 * 1024, alias="maxDocumentBytes", ge=1, le=100 * 1024 * 1024
+    )
+    max_extracted_bytes: int = Field(
+        default=8 * 1024 * 1024, alias="maxExtractedBytes", ge=1, le=64 * 1024 * 1024
+    )
+    max_document_pages: int = Field(default=2000, alias="maxDocumentPages", ge=1, le=100_000)
+    document_retention_days: int = Field(default=30, alias="documentRetentionDays", ge=1, le=365)
+    ingest_memory_mb: int = Field(default=2048, alias="ingestMemoryMb", ge=512, le=10_240)
+    ingest_max_concurrency: int = Field(default=5, alias="ingestMaxConcurrency", ge=2, le=1000)
+
     # The sweeper.
     sweep_schedule: str = Field(
         default="rate(1 minute)", alias="sweepSchedule", pattern=r"^(rate|cron)\(.+\)$"

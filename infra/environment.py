@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from functions.budget.settings import BudgetApiSettings
+from functions.documents.settings import DocumentsApiSettings
+from functions.ingest.settings import IngestSettings
 from functions.notifier.settings import NotifierSettings
 from functions.output_pusher.settings import OutputPusherSettings
 from functions.relay.settings import RelaySettings
@@ -74,7 +76,14 @@ def powertools_environment(config: StageConfig, function: FunctionName, *, trace
 
 
 def submit_environment(
-    config: StageConfig, *, jobs_table: str, idempotency_table: str, bucket: str, budgets_table: str
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    idempotency_table: str,
+    bucket: str,
+    budgets_table: str,
+    documents_table: str,
+    documents_bucket: str,
 ) -> dict[str, str]:
     """The submit function: where to write, and the policy applied to new jobs (their budgets too)."""
     return settings_environment(
@@ -84,6 +93,8 @@ def submit_environment(
             "idempotency_table": idempotency_table,
             "payload_bucket": bucket,
             "budgets_table": budgets_table,
+            "documents_table": documents_table,
+            "documents_bucket": documents_bucket,
             "default_monthly_tokens": config.default_monthly_tokens,
             "submits_per_minute": config.submits_per_minute,
             "max_attempts": config.max_attempts,
@@ -192,13 +203,16 @@ def sweeper_environment(
     jobs_queue_url: str,
     isolation_queue_url: str,
     budgets_table: str,
+    documents_table: str,
 ) -> dict[str, str]:
-    """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations it repairs."""
+    """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations and the
+    document pins it repairs."""
     return settings_environment(
         SweeperSettings,
         {
             "jobs_table": jobs_table,
             "budgets_table": budgets_table,
+            "documents_table": documents_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,
@@ -238,10 +252,11 @@ def notifier_environment(
     webhooks_table: str,
     webhooks_queue_url: str,
     budgets_table: str,
+    documents_table: str,
 ) -> dict[str, str]:
     """The notifier: the connection store, the stage's management endpoint (its callback URL),
-    where webhook endpoints are read and their deliveries enqueued, and the budget ledger terminal
-    writes settle in."""
+    where webhook endpoints are read and their deliveries enqueued, the budget ledger terminal
+    writes settle in, and the documents they unpin."""
     return settings_environment(
         NotifierSettings,
         {
@@ -250,6 +265,7 @@ def notifier_environment(
             "webhooks_table": webhooks_table,
             "webhooks_queue_url": webhooks_queue_url,
             "budgets_table": budgets_table,
+            "documents_table": documents_table,
         },
     )
 
@@ -299,4 +315,45 @@ def budget_environment(config: StageConfig, *, budgets_table: str) -> dict[str, 
     return settings_environment(
         BudgetApiSettings,
         {"budgets_table": budgets_table, "default_monthly_tokens": config.default_monthly_tokens},
+    )
+
+
+def _document_limits(config: StageConfig) -> dict[str, Value]:
+    return {
+        "max_document_bytes": config.max_document_bytes,
+        "max_extracted_bytes": config.max_extracted_bytes,
+        "max_document_pages": config.max_document_pages,
+        "document_retention_days": config.document_retention_days,
+    }
+
+
+def documents_environment(
+    config: StageConfig, *, documents_table: str, documents_bucket: str, cursor_secret_arn: str
+) -> dict[str, str]:
+    """The documents function: the store, the bucket its POSTs upload to, the cursor key, the limits.
+    No upload endpoint: S3's own (local mode sets its upload front in its place)."""
+    return settings_environment(
+        DocumentsApiSettings,
+        {
+            "documents_table": documents_table,
+            "documents_bucket": documents_bucket,
+            "cursor_secret": cursor_secret_arn,
+            "poll_after_seconds": config.poll_after_seconds,
+            **_document_limits(config),
+        },
+    )
+
+
+def ingest_environment(
+    config: StageConfig, *, documents_table: str, documents_bucket: str, dlq_url: str
+) -> dict[str, str]:
+    """The ingest function: the store, the bucket, the DLQ for poison, the limits."""
+    return settings_environment(
+        IngestSettings,
+        {
+            "documents_table": documents_table,
+            "documents_bucket": documents_bucket,
+            "dlq_url": dlq_url,
+            **_document_limits(config),
+        },
     )

@@ -25,6 +25,7 @@ REALTIME = "Realtime"
 WEBHOOKS = "Webhooks"
 BUDGETS = "Budgets"
 STREAMING = "Streaming"
+DOCUMENTS = "Documents"
 MONITORING = "Monitoring"
 CONSOLE = "Console"
 PACKAGING = "Packaging"
@@ -55,6 +56,10 @@ OUTPUT_PUSHER_FAILURE_QUEUE = "OutputPusherFailures"
 WEBHOOKS_TABLE = "WebhooksTable"
 WEBHOOKS_QUEUE = "WebhooksQueue"
 WEBHOOKS_DLQ = "WebhooksDlq"
+DOCUMENTS_TABLE = "DocumentsTable"
+DOCUMENTS_BUCKET = "DocumentsBucket"
+INGEST_QUEUE = "IngestQueue"
+INGEST_DLQ = "IngestDlq"
 # The WebSocket stage: wss://<api id>.execute-api.<region>.amazonaws.com/live
 WEBSOCKET_STAGE_NAME = "live"
 # The identity source of the $connect authorizer: no ticket in the query, no authorizer call (401).
@@ -101,6 +106,8 @@ class FunctionName(StrEnum):
     BUDGET = "budget"
     WS_FOLLOW = "ws_follow"
     OUTPUT_PUSHER = "output_pusher"
+    DOCUMENTS = "documents"
+    INGEST = "ingest"
 
     @property
     def construct_id(self) -> str:
@@ -141,6 +148,10 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/jobs/{jobId}/cancellation", FunctionName.STATUS),
     Route("POST", "/v1/realtime/tickets", FunctionName.TICKETS),
     Route("GET", "/v1/budget", FunctionName.BUDGET),
+    Route("POST", "/v1/documents", FunctionName.DOCUMENTS),
+    Route("GET", "/v1/documents", FunctionName.DOCUMENTS),
+    Route("GET", "/v1/documents/{documentId}", FunctionName.DOCUMENTS),
+    Route("DELETE", "/v1/documents/{documentId}", FunctionName.DOCUMENTS),
 )
 
 # CORS (DESIGN.md, "HTTP contract"): what browsers may send and read.
@@ -179,6 +190,10 @@ class Output(StrEnum):
     CONSOLE_URL = "ConsoleUrl"
     CONSOLE_CLIENT_ID = "ConsoleClientId"
     AUTH_DOMAIN_URL = "AuthDomainUrl"
+    DOCUMENTS_TABLE_NAME = "DocumentsTableName"
+    DOCUMENTS_BUCKET_NAME = "DocumentsBucketName"
+    INGEST_QUEUE_URL = "IngestQueueUrl"
+    INGEST_DLQ_URL = "IngestDlqUrl"
 
 
 class Runbook(StrEnum):
@@ -201,6 +216,8 @@ class Runbook(StrEnum):
     BUDGET_OVERRUNS = "budget-overruns"
     OUTPUT_PUSHER_ITERATOR_AGE = "output-pusher-iterator-age"
     OUTPUT_PUSHER_FAILURES = "output-pusher-failures"
+    INGEST_DLQ_NOT_EMPTY = "ingest-dlq-not-empty"
+    INGEST_OLDEST_MESSAGE_AGE = "ingest-oldest-message-age"
 
     @property
     def link(self) -> str:

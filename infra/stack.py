@@ -14,6 +14,7 @@ from infra.constructs.api import Api
 from infra.constructs.auth import Auth
 from infra.constructs.budgets import Budgets
 from infra.constructs.console import Console
+from infra.constructs.documents import Documents
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -28,6 +29,7 @@ from infra.names import (
     AUTH,
     BUDGETS,
     CONSOLE,
+    DOCUMENTS,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -60,8 +62,8 @@ def console_site(config: StageConfig) -> tuple[Path, bool]:
 
 
 class OutlastStack(Stack):
-    """Auth, storage, budgets, outbox, webhooks, live updates, streaming output, worker, sweeper, API,
-    console and monitoring; nothing else."""
+    """Auth, storage, budgets, outbox, webhooks, live updates, streaming output, worker, sweeper,
+    documents, API, console and monitoring; nothing else."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: StageConfig, packaging: Packaging, **kwargs: Any
@@ -72,6 +74,7 @@ class OutlastStack(Stack):
         if factory.placeholder_layers or placeholder_console:
             self.template_options.description = DESCRIPTION + PLACEHOLDER_NOTE
         auth = Auth(self, AUTH, config=config)
+        documents = Documents(self, DOCUMENTS, config=config, factory=factory)
         storage = Storage(self, STORAGE, config=config)
         budgets = Budgets(self, BUDGETS, config=config, factory=factory)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
@@ -84,6 +87,7 @@ class OutlastStack(Stack):
             storage=storage,
             webhooks=webhooks,
             budgets=budgets,
+            documents=documents,
         )
         streaming = Streaming(
             self, STREAMING, config=config, factory=factory, storage=storage, realtime=realtime
@@ -92,7 +96,14 @@ class OutlastStack(Stack):
             self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox, streaming=streaming
         )
         sweeper = Sweeper(
-            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+            self,
+            SWEEPER,
+            config=config,
+            factory=factory,
+            storage=storage,
+            outbox=outbox,
+            budgets=budgets,
+            documents=documents,
         )
         api = Api(
             self,
@@ -103,11 +114,14 @@ class OutlastStack(Stack):
             storage=storage,
             budgets=budgets,
             streaming=streaming,
+            documents=documents,
             route_functions={
                 FunctionName.TICKETS: realtime.tickets_function,
                 FunctionName.BUDGET: budgets.function,
+                FunctionName.DOCUMENTS: documents.function,
             },
         )
+        documents.use_cursor_secret(api.cursor_secret)
         console = Console(self, CONSOLE, config=config, auth=auth, api=api, realtime=realtime, site=site)
         functions = {
             **api.functions,
@@ -117,6 +131,7 @@ class OutlastStack(Stack):
             **realtime.functions,
             **streaming.functions,
             FunctionName.WEBHOOK_SENDER: webhooks.sender,
+            FunctionName.INGEST: documents.ingest,
         }
         Monitoring(
             self,
@@ -127,6 +142,7 @@ class OutlastStack(Stack):
             realtime=realtime,
             streaming=streaming,
             webhooks=webhooks,
+            documents=documents,
             functions=functions,
         )
 
@@ -193,6 +209,19 @@ class OutlastStack(Stack):
             Output.OUTPUT_EVENTS_TABLE_NAME: (
                 streaming.table.table_name,
                 "Streaming jobs' output events (each flush of a streamed call), 24 h after their write",
+            ),
+            Output.DOCUMENTS_TABLE_NAME: (
+                documents.table.table_name,
+                "Documents: one item per uploaded document (status, text facts, pins)",
+            ),
+            Output.DOCUMENTS_BUCKET_NAME: (
+                documents.bucket.bucket_name,
+                "Uploaded documents and their extracted text, under documents/",
+            ),
+            Output.INGEST_QUEUE_URL: (documents.queue.queue_url, "Ingest queue: upload notifications"),
+            Output.INGEST_DLQ_URL: (
+                documents.dead_letter_queue.queue_url,
+                "Ingest DLQ: notifications no retry can fix, or that kept crashing the ingest",
             ),
             Output.DEFAULT_MONTHLY_TOKENS: (
                 str(config.default_monthly_tokens),

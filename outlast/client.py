@@ -6,6 +6,9 @@
     if done.status == "Succeeded":
         print(client.result(job.job_id).output)
 
+    document = client.upload_document("report.pdf")  # Ready (or Rejected: document.error)
+    job = client.submit("summarize", document_id=document.document_id)
+
     job = client.submit("analyze", text, stream=True)
     client.follow_output(job.job_id, on_text=lambda shown: print(shown))  # the text as it grows
 
@@ -23,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from outlast.api.http import (
@@ -36,6 +40,7 @@ from outlast.api.http import (
 )
 from outlast.api.models import (
     BudgetDocument,
+    DocumentStatusDocument,
     JobInputBody,
     JobOptions,
     ResultDocument,
@@ -44,6 +49,7 @@ from outlast.api.models import (
 )
 from outlast.auth.tokens import NotSignedInError
 from outlast.connection import resolve
+from outlast.document_upload import upload_document, wait_settled
 from outlast.follow import Followed, Follower, Quiet, TimeUpError
 from outlast.output_follow import OutputFollower
 from outlast.reassembly import Reassembly
@@ -56,6 +62,7 @@ __all__ = [
     "BudgetDocument",
     "Client",
     "ConnectionLostError",
+    "DocumentStatusDocument",
     "NotSignedInError",
     "ResultDocument",
     "StatusDocument",
@@ -112,8 +119,9 @@ class Client:
     def submit(
         self,
         operation: str,
-        text: str,
+        text: str | None = None,
         *,
+        document_id: str | None = None,
         labels: Sequence[str] | None = None,
         schema: Mapping[str, Any] | None = None,
         model: str | None = None,
@@ -121,9 +129,12 @@ class Client:
         stream: bool = False,
         idempotency_key: str | None = None,
     ) -> StatusDocument:
-        """Submit a job (the same idempotency key always gets the same job: retries are safe);
-        extract takes the JSON Schema of the object to extract as `schema`; `stream`: write its
-        output as it is generated (`follow_output` reads it as it grows)."""
+        """Submit a job on `text` or on your Ready document `document_id` (exactly one; the same
+        idempotency key always gets the same job: retries are safe); extract takes the JSON Schema
+        of the object to extract as `schema`; `stream`: write its output as it is generated
+        (`follow_output` reads it as it grows)."""
+        if (text is None) == (document_id is None):
+            raise ValueError("give exactly one of text and document_id")
         options = JobOptions.model_validate(
             {
                 key: value
@@ -140,7 +151,9 @@ class Client:
         request = SubmitRequest.model_validate(
             {
                 "operation": operation,
-                "input": JobInputBody(text=text),
+                "input": JobInputBody(text=text)
+                if text is not None
+                else JobInputBody.model_validate({"documentId": document_id}),
                 "options": options if options.model_fields_set else None,
             }
         )
@@ -201,6 +214,22 @@ class Client:
             cursor = page.next_cursor
             if cursor is None:
                 return
+
+    def upload_document(self, path: str | Path, *, timeout: float | None = None) -> DocumentStatusDocument:
+        """Upload a .pdf, .docx, .md or .txt file as a document and wait until its text is read:
+        the document, Ready (submit on its `document_id`) or Rejected (its `error` says why).
+        Not retried: each call makes a new document."""
+        document_id = upload_document(self._api, Path(path))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return wait_settled(self._api, document_id, deadline)
+
+    def document(self, document_id: str) -> DocumentStatusDocument:
+        """Where one of your documents stands."""
+        return with_retries(lambda: self._api.get_document(document_id), "the document request").document
+
+    def delete_document(self, document_id: str) -> None:
+        """Delete one of your documents (ApiError 409 document_in_use while a job reads it)."""
+        with_retries(lambda: self._api.delete_document(document_id), "the delete request")
 
     def budget(self) -> BudgetDocument:
         """Your tenant's token budget this month."""

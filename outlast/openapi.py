@@ -16,7 +16,7 @@ VERSION = "1.0.0"
 DESCRIPTION = (
     "Durable LLM jobs: submit with an Idempotency-Key, poll the status URL (or follow live updates "
     "over the WebSocket a ticket opens), fetch the result; GET /v1/budget shows the tenant's "
-    "monthly token budget. "
+    "monthly token budget; /v1/documents uploads files (PDF, docx, Markdown, text) to run jobs on. "
     "Every route needs a Cognito ID token (Authorization: Bearer). Errors are "
     "application/problem+json (RFC 9457) with a stable `code`."
 )
@@ -28,6 +28,7 @@ def build_document() -> dict[str, Any]:
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer  # noqa: PLC0415
 
     from functions.budget.routes import app as budget_app  # noqa: PLC0415
+    from functions.documents.routes import app as documents_app  # noqa: PLC0415
     from functions.status.routes import app as status_app  # noqa: PLC0415
     from functions.submit.routes import app as submit_app  # noqa: PLC0415
     from functions.tickets.routes import app as tickets_app  # noqa: PLC0415
@@ -40,7 +41,7 @@ def build_document() -> dict[str, Any]:
         security=[{"cognitoIdToken": []}],
         on_conflict="error",
     )
-    for app in (submit_app, status_app, tickets_app, budget_app):
+    for app in (submit_app, status_app, tickets_app, budget_app, documents_app):
         merge.add_schema(
             app.get_openapi_schema(title=TITLE, version=VERSION).model_dump(by_alias=True, exclude_none=True)
         )

@@ -16,6 +16,7 @@ from shared.clock import to_iso
 from shared.lifecycle import JobStatus
 
 MAX_INPUT_TEXT_BYTES = 1_048_576
+DOCUMENT_ID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 MAX_BODY_BYTES = 1_572_864  # 1.5 MiB: a larger body is 413 before any parsing
 MAX_LABELS = 50
 MAX_LABEL_CHARS = 100
@@ -101,9 +102,29 @@ def _labels_distinct(labels: list[str]) -> list[str]:
 
 
 class JobInputBody(StrictRequestModel):
-    """The material the operation works on."""
+    """The material the operation works on: exactly one of `text` and `documentId`."""
 
-    text: Annotated[str, Strict(), Field(min_length=1), AfterValidator(_text_within_limit)]
+    text: Annotated[str, Strict(), Field(min_length=1), AfterValidator(_text_within_limit)] | None = None
+    document_id: (
+        Annotated[
+            str,
+            Strict(),
+            Field(
+                pattern=DOCUMENT_ID_PATTERN,
+                description=(
+                    "A Ready document of the caller's (POST /v1/documents): its extracted text is the "
+                    "input, as `text` would be."
+                ),
+            ),
+        ]
+        | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        if (self.text is None) == (self.document_id is None):
+            raise PydanticCustomError("input_exactly_one", "input needs exactly one of text and documentId")
+        return self
 
 
 Label = Annotated[str, Strict(), Field(min_length=1, max_length=MAX_LABEL_CHARS, pattern=r"\S")]

@@ -91,6 +91,47 @@ class JobNotFoundError(OutlastError):
         super().__init__("No job with this id exists for the caller.")
 
 
+class DocumentNotFoundError(OutlastError):
+    """Missing, expired or owned by another caller: deliberately indistinguishable, like jobs."""
+
+    code = "document_not_found"
+
+    def __init__(self) -> None:
+        super().__init__("No document with this id exists for the caller.")
+
+
+class DocumentInUseError(OutlastError):
+    """Jobs that read the document have not ended: it cannot be deleted until they do."""
+
+    code = "document_in_use"
+
+    def __init__(self) -> None:
+        super().__init__("Jobs that read this document have not ended yet; delete it once they have.")
+
+
+class DocumentNotReadyError(OutlastError):
+    """A job was asked for on a document that is not Ready: still ingesting (`retry_after` says
+    when to ask again) or Rejected (None: no wait will help)."""
+
+    code = "document_not_ready"
+
+    def __init__(self, detail: str, retry_after: int | None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class UnsupportedDocumentTypeError(OutlastError):
+    """A document declared as a type outside the list outlast reads (415)."""
+
+    code = "unsupported_document_type"
+
+
+class DocumentTooLargeError(OutlastError):
+    """A document declared larger than the stage's maxDocumentBytes (413)."""
+
+    code = "document_too_large"
+
+
 class JobNotSucceededError(OutlastError):
     code = "job_not_succeeded"
 

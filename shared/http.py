@@ -17,7 +17,13 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.contract import MAX_BODY_BYTES, ResponseModel
-from shared.errors import OutlastError, RateLimitedError, StorageUnavailableError, UnauthorizedError
+from shared.errors import (
+    DocumentNotReadyError,
+    OutlastError,
+    RateLimitedError,
+    StorageUnavailableError,
+    UnauthorizedError,
+)
 from shared.identity import caller_from_claims
 from shared.job import Caller
 from shared.observability import logger
@@ -79,7 +85,7 @@ def create_resolver() -> APIGatewayHttpResolver:
     @app.exception_handler(OutlastError)
     def _domain(error: OutlastError) -> Response[str]:
         retry_after: int | None = None
-        if isinstance(error, RateLimitedError | StorageUnavailableError):
+        if isinstance(error, RateLimitedError | StorageUnavailableError | DocumentNotReadyError):
             retry_after = error.retry_after
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
         if error.code == "internal_error":

@@ -197,6 +197,10 @@ class JobRecord(JobSummary):
     # The output attempt whose text the result holds (set by the Succeeded write; results are
     # write-once and adopted, so it may be older than `output_attempt`).
     result_attempt: int | None = None
+    # A job on a document (input.documentId): which one, and the SHA-256 of the text it read. The
+    # document is pinned from the submit until the job ends (DESIGN.md, "Documents").
+    document_id: str | None = None
+    document_sha256: str | None = None
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

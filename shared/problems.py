@@ -35,7 +35,13 @@ PROBLEMS: dict[str, ProblemSpec] = {
     "invalid_query": ProblemSpec(400, "The query is not valid"),
     "unauthorized": ProblemSpec(401, "Authentication is required"),
     "budget_exceeded": ProblemSpec(403, "The tenant's token budget is exhausted"),
+    "invalid_document_id": ProblemSpec(400, "The document id is not a UUID"),
     "job_not_found": ProblemSpec(404, "Job not found"),
+    "document_not_found": ProblemSpec(404, "Document not found"),
+    "document_in_use": ProblemSpec(409, "The document is in use"),
+    "document_not_ready": ProblemSpec(409, "The document is not ready"),
+    "document_too_large": ProblemSpec(413, "The document is too large"),
+    "unsupported_document_type": ProblemSpec(415, "The document type is not supported"),
     "route_not_found": ProblemSpec(404, "No such route"),
     "idempotency_key_reused": ProblemSpec(409, "Idempotency-Key was used with another request"),
     "job_not_succeeded": ProblemSpec(409, "The job has no result"),
@@ -52,6 +58,7 @@ _DETAILS: dict[str, str] = {
     "invalid_json": "The body could not be parsed as JSON.",
     "invalid_request": "The body does not match the schema; see invalidParams.",
     "invalid_job_id": "Job ids are UUIDs.",
+    "invalid_document_id": "Document ids are UUIDs.",
     "invalid_status": (
         "status must be one of Pending, Running, Succeeded, Failed, CancellationRequested, Canceled."
     ),
@@ -100,6 +107,7 @@ def problem_for_error(error: errors.OutlastError, correlation_id: str) -> tuple[
 # (location, parameter) -> code, checked in this order: headers before the body, as a server reads.
 _PARAMETER_CODES: dict[tuple[str, str], str] = {
     ("path", "job_id"): "invalid_job_id",
+    ("path", "document_id"): "invalid_document_id",
     ("query", "status"): "invalid_status",
     ("query", "limit"): "invalid_limit",
     ("query", "cursor"): "invalid_cursor",

@@ -118,6 +118,8 @@ ENV_DOCUMENTS_TABLE = "DOCUMENTS_TABLE_NAME"
 ENV_DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET_NAME"
 # The ingest queue's DLQ: a notification no retry can fix (unparseable, a key outside the prefix).
 ENV_INGEST_DLQ_URL = "INGEST_DLQ_URL"
+# Where presigned POSTs are sent: unset in AWS (S3's regional endpoint); local mode's upload front.
+ENV_UPLOAD_ENDPOINT_URL = "DOCUMENTS_UPLOAD_ENDPOINT_URL"
 DOCUMENTS_PARTITION_KEY = "pk"  # the owner: `tenant#sub` (neither may contain `#`)
 DOCUMENTS_SORT_KEY = "sk"  # the document id
 # The owner's documents in creation order: a local secondary index (so a list page may read
@@ -125,6 +127,12 @@ DOCUMENTS_SORT_KEY = "sk"  # the document id
 DOCUMENTS_LIST_INDEX = "byCreated"
 DOCUMENTS_LIST_INDEX_SORT = "listKey"
 DOCUMENTS_PREFIX = "documents/"
+# Pinned documents carry the keys of a sparse, sharded index, due a grace after the last pin: the
+# sweeper's way to pins whose job ended without its terminal write unpinning (or never was written).
+DOCUMENTS_PIN_INDEX = "byPinCheck"
+DOCUMENTS_PIN_INDEX_PARTITION = "pinShard"
+DOCUMENTS_PIN_INDEX_SORT = "pinCheckAt"
+DOCUMENTS_PIN_SHARDS = 4
 
 # Streaming output (DESIGN.md, "Streaming output"): each flush of a streaming call is one item of
 # the output events table (`JOB#<id>` / `<attempt>#<seq>`, both zero-padded so they sort as

@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from functions.ingest.formats import extractor_for
+from shared.adapters.dynamo_items import list_key
+from shared.adapters.dynamodb_documents import pin_shard
+from shared.cursor import ListPosition
 from shared.documents.extraction import Extracted, ExtractionLimits
-from shared.documents.ports import DocumentConflictError, UploadTransition
+from shared.documents.ports import DocumentConflictError, DocumentPageSlice, UploadGrant, UploadTransition
 from shared.documents.record import DocumentRecord, Upload
 from shared.documents.types import ContentType, DocumentStatus
 from shared.errors import ConditionFailedError, OriginalChangedError, OriginalMissingError
@@ -52,6 +55,9 @@ class InMemoryDocumentRepository:
     def __init__(self) -> None:
         self.documents: dict[tuple[str, str], DocumentRecord] = {}
         self.writes: list[str] = []
+        # The pin index: when each pinned document's check is due (kept after its last unpin, as
+        # the adapter's index keys are, until the sweeper drops it).
+        self.pin_checks: dict[tuple[str, str], datetime] = {}
 
     def create(self, document: DocumentRecord) -> None:
         """Write a new document; ConditionFailedError when the id exists for the owner."""
@@ -90,6 +96,77 @@ class InMemoryDocumentRepository:
         self.writes.append(f"transition:{transition.target.value}")
         return written
 
+    def list_page(
+        self, owner: Caller, limit: int, after: ListPosition | None, now: datetime
+    ) -> DocumentPageSlice:
+        """Newest first by (createdAt, sequence id); `limit` entries read, expired ones dropped
+        from the page as the adapter's filter does (so a page may be short)."""
+        mine = sorted(
+            (d for (owner_key, _), d in self.documents.items() if owner_key == owner.owner_key),
+            key=lambda d: list_key(d.created_at, d.sequence_id),
+            reverse=True,
+        )
+        if after is not None:
+            mine = [d for d in mine if list_key(d.created_at, d.sequence_id) < after.list_key]
+        read = mine[:limit]
+        more = len(mine) > limit
+        last = read[-1] if read and more else None
+        position = (
+            ListPosition(list_key=list_key(last.created_at, last.sequence_id), job_id=last.document_id)
+            if last
+            else None
+        )
+        return DocumentPageSlice(items=[d for d in read if not d.is_expired(now)], next_position=position)
+
+    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
+        """Add the job to the pins of a Ready document; its check is due at `check_at`."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is None or current.status is not DocumentStatus.READY:
+            raise DocumentConflictError(current)
+        self.documents[key] = current.model_copy(update={"pinned_by": current.pinned_by | {job_id}})
+        self.pin_checks[key] = check_at
+        self.writes.append("pin")
+
+    def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:
+        """Documents of the shard whose check is due, earliest first."""
+        due = sorted(
+            (at, key) for key, at in self.pin_checks.items() if at <= now and pin_shard(key[1]) == shard
+        )
+        found: list[tuple[Caller, str]] = []
+        for _, (owner_key, document_id) in due[:limit]:
+            tenant, _, sub = owner_key.partition("#")
+            found.append((Caller(tenant=tenant, sub=sub), document_id))
+        return found
+
+    def reschedule_pin_check(self, owner: Caller, document_id: str, check_at: datetime) -> None:
+        """Drop the check when no pin is left, else move it."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is None or not current.pinned_by:
+            if current is not None:
+                self.pin_checks.pop(key, None)
+            return
+        self.pin_checks[key] = check_at
+
+    def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """Remove the job from the pins, if the document is there."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is not None:
+            self.documents[key] = current.model_copy(update={"pinned_by": current.pinned_by - {job_id}})
+            self.writes.append("unpin")
+
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """Remove the document unless it is pinned or missing."""
+        key = (owner.owner_key, document_id)
+        current = self.documents.get(key)
+        if current is None or current.pins > 0:
+            raise DocumentConflictError(current)
+        del self.documents[key]
+        self.pin_checks.pop(key, None)
+        self.writes.append("delete")
+
 
 @dataclass
 class _Stored:
@@ -127,6 +204,29 @@ class InMemoryDocumentObjects:
         """The stored text, or None."""
         stored = self.texts.get((owner.owner_key, document_id))
         return stored[0] if stored else None
+
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """Remove the original and the text, if there."""
+        self.originals.pop((owner.owner_key, document_id), None)
+        self.texts.pop((owner.owner_key, document_id), None)
+
+
+@dataclass
+class RecordingUploadSigner:
+    """Grants whose fields say what was signed; every grant kept, in order."""
+
+    url: str = "https://documents.example/"
+    expires_at: datetime = CREATED
+    grants: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    def presign(self, key: str, content_type: str, max_bytes: int, expires_in_seconds: int) -> UploadGrant:
+        """A grant naming the key and the type, as boto3's fields do."""
+        self.grants.append((key, content_type, max_bytes, expires_in_seconds))
+        return UploadGrant(
+            url=self.url,
+            fields={"key": key, "Content-Type": content_type, "policy": "signed"},
+            expires_at=self.expires_at,
+        )
 
 
 @dataclass

@@ -12,12 +12,14 @@ import boto3
 from functions.notifier.settings import NotifierSettings
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_connections import DynamoConnectionStore
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository
 from shared.adapters.dynamodb_webhooks import DynamoEndpointStore
 from shared.adapters.job_stream import job_change
 from shared.adapters.management_api import CLIENT_CONFIG, ManagementApiGateway
 from shared.adapters.sqs_webhooks import SqsDeliveryQueue
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
+from shared.documents.ports import DocumentRepository
 from shared.realtime import JobChange
 from shared.realtime_ports import ConnectionGateway, ConnectionStore
 from shared.webhooks.deliveries import DeliveryEnqueuer
@@ -37,6 +39,8 @@ class NotifierDependencies:
     # Token budgets: terminal writes settle their run's reservation (functions.notifier.settlement).
     budgets: BudgetLedger
     clock: Clock
+    # Jobs on documents: terminal writes unpin their document (functions.notifier.settlement).
+    documents: DocumentRepository
 
 
 @cache
@@ -57,4 +61,5 @@ def build_dependencies(settings: NotifierSettings) -> NotifierDependencies:
         ),
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
         clock=SystemClock(),
+        documents=DynamoDocumentRepository(dynamodb, settings.documents_table),
     )

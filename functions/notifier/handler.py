@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.notifier.dependencies import build_dependencies
 from functions.notifier.service import BatchNotifier
 from functions.notifier.settings import NotifierSettings
-from functions.notifier.settlement import settle_record
+from functions.notifier.settlement import settle_record, unpin_record
 from shared.observability import logger, metrics, tracer
 
 
@@ -26,6 +26,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     def push(record: DynamoDBRecord) -> None:
         # Settle first: if it fails, the record fails, and its retry pushes again (harmlessly).
         settle_record(deps.budgets, record.raw_event)
+        unpin_record(deps.documents, record.raw_event)
         notifier.push(record.raw_event)
 
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)

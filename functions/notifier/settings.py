@@ -15,3 +15,4 @@ class NotifierSettings(BudgetStorageSettings):
     connections_endpoint: str = Field(alias=r.ENV_CONNECTIONS_ENDPOINT, min_length=1)
     webhooks_table: str = Field(alias=r.ENV_WEBHOOKS_TABLE, min_length=1)
     webhooks_queue_url: str = Field(alias=r.ENV_WEBHOOKS_QUEUE_URL, min_length=1)
+    documents_table: str = Field(alias=r.ENV_DOCUMENTS_TABLE, min_length=1)

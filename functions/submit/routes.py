@@ -44,7 +44,9 @@ IdempotencyKeyHeader = Annotated[
         "Accepts work for the model and answers at once; poll the Location for its status. When the "
         "caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens "
         "(403 budget_exceeded when it does not fit); the reservation is settled to the tokens used "
-        "when the job ends."
+        "when the job ends. With input.documentId the caller's Ready document's text is the input "
+        "(404 document_not_found, 409 document_not_ready with Retry-After while it ingests), and the "
+        "document cannot be deleted until the job ends."
     ),
     operation_id="submitJob",
     tags=["jobs"],
@@ -71,6 +73,8 @@ IdempotencyKeyHeader = Annotated[
             "unsupported_media_type",
             "rate_limited",
             "budget_exceeded",
+            "document_not_found",
+            "document_not_ready",
         ),
     },
 )

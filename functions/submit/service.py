@@ -20,8 +20,11 @@ from shared.budgets import (
 )
 from shared.clock import truncate_to_millis
 from shared.contract import SubmitRequest
+from shared.documents.job_input import DocumentText, pin_document, read_document_text
 from shared.errors import (
     BudgetExceededError,
+    DocumentNotFoundError,
+    DocumentNotReadyError,
     IdempotencyKeyReusedError,
     InvalidSchemaError,
     ModelNotAllowedError,
@@ -99,10 +102,11 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         # The claim exists but the job does not: the first submit stopped between its writes (or
         # is still writing them). Completing it is this submit's work now, and it is paid for.
     _take_quota(deps, caller, now, claim if existing is None else None)
+    document = _document_text(deps, caller, request, now, own_claim=claim if existing is None else None)
 
     job_input = JobInput(
         job_id=claim.job_id,
-        text=request.input.text,
+        text=document.text if document else str(request.input.text),
         max_output_tokens=request.options.max_output_tokens if request.options else None,
         labels=tuple(request.options.labels) if request.options and request.options.labels else None,
         output_schema=request.options.output_schema if request.options else None,
@@ -118,6 +122,11 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     )
     hold = _reserve_budget(deps, caller, claim, plan, now=now, own_claim=claim if existing is None else None)
     job = _job_from_claim(claim, caller, request, "item", plan.total_steps, hold=hold)
+    if document is not None:
+        # Pinned before the job is written: the job's terminal write unpins it (the notifier).
+        check_at = now + timedelta(seconds=settings.dispatch_grace_seconds)
+        pin_document(deps.documents, caller, document.document_id, claim.job_id, check_at)
+        job = job.model_copy(update={"document_id": document.document_id, "document_sha256": document.sha256})
     if deps.repository.fits_in_job_item(job, input_body=job_input.body()):
         # A small input rides in the job item: one write fewer now and at the end (DESIGN.md,
         # "Cost discipline"), and the claim hands it to the worker with no read of its own.
@@ -139,6 +148,34 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     current = deps.repository.get_job(job.job_id)
     logger.info("job replayed")
     return SubmitOutcome(job=current or job, replayed=True)
+
+
+def _document_text(
+    deps: SubmitDependencies,
+    caller: Caller,
+    request: SubmitRequest,
+    now: datetime,
+    *,
+    own_claim: IdempotencyRecord | None,
+) -> DocumentText | None:
+    """The text of the document the input names (None for input.text); refused, it leaves no
+    claim of ours behind, so a retry once the document is Ready starts fresh."""
+    document_id = request.input.document_id
+    if document_id is None:
+        return None
+    try:
+        return read_document_text(
+            deps.documents,
+            deps.document_objects,
+            caller,
+            document_id,
+            now=now,
+            retry_after=deps.settings.poll_after_seconds,
+        )
+    except (DocumentNotFoundError, DocumentNotReadyError):
+        if own_claim is not None:
+            deps.repository.release_idempotency_claim(own_claim)
+        raise
 
 
 def _check_schema(request: SubmitRequest) -> None:

@@ -2,6 +2,7 @@
 
 from pydantic import Field
 
+from shared import resources as r
 from shared.contract import Operation
 from shared.plan_parameters import (
     DEFAULT_CHUNK_TOKENS,
@@ -16,6 +17,9 @@ from shared.settings import BudgetPolicySettings, JobPolicySettings, StorageSett
 class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
     """Where to write and the policy applied to new jobs (their budget reservation too)."""
 
+    # Jobs on documents read the caller's document and its text, and pin it.
+    documents_table: str = Field(alias=r.ENV_DOCUMENTS_TABLE, min_length=1)
+    documents_bucket: str = Field(alias=r.ENV_DOCUMENTS_BUCKET, min_length=1)
     submits_per_minute: int = Field(default=60, alias="SUBMITS_PER_MINUTE", ge=1, le=100_000)
     # How long inputs are split into steps (shared.planner); stored on each job at submit.
     plan_version: str = Field(default=PLAN_VERSION, alias="PLAN_VERSION", min_length=1)

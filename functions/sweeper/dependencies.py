@@ -10,11 +10,13 @@ import boto3
 
 from functions.sweeper.settings import SweeperSettings
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
+from shared.documents.ports import DocumentRepository
 from shared.lazy import once
 from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
 
@@ -30,6 +32,8 @@ class SweeperDependencies:
     clock: Clock
     # Open budget reservations (their sparse index) that nothing settled: functions.sweeper.budgets.
     budgets: BudgetLedger
+    # Pinned documents (their sparse index) whose pins no terminal write removed.
+    documents: DocumentRepository
 
 
 @cache
@@ -49,4 +53,5 @@ def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
         },
         clock=SystemClock(),
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
+        documents=DynamoDocumentRepository(dynamodb, settings.documents_table),
     )

@@ -22,6 +22,7 @@ from functions.sweeper.budgets import repair_budgets
 from functions.sweeper.dependencies import SweeperDependencies
 from shared import resources as r
 from shared.clock import truncate_to_millis
+from shared.documents.pin_repair import repair_pins
 from shared.job import JobError, JobRecord
 from shared.job_errors import job_error
 from shared.leases import ExpiredLeaseOutcome, expired_lease_outcome
@@ -48,6 +49,8 @@ class SweepReport:
     errors: int = 0
     # Budget reservations settled or released that nothing else would (functions.sweeper.budgets).
     budget_repairs: int = 0
+    # Document pins removed whose job had ended or never was written (shared.documents.pin_repair).
+    pin_repairs: int = 0
     job_ids: list[str] = field(default_factory=list)
 
     @property
@@ -87,6 +90,16 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
                 report.errors += 1
     report.budget_repairs, budget_errors = repair_budgets(deps, now)
     report.errors += budget_errors
+    pins = repair_pins(
+        deps.documents,
+        deps.repository.get_job,
+        now=now,
+        grace=timedelta(seconds=deps.settings.dispatch_grace_seconds),
+        shards=r.DOCUMENTS_PIN_SHARDS,
+        per_shard=max(1, deps.settings.max_items_per_run // r.DOCUMENTS_PIN_SHARDS),
+    )
+    report.pin_repairs = pins.unpinned
+    report.errors += pins.errors
     metrics.add_metric(name="SweeperRecoveries", unit="Count", value=report.recoveries)
     logger.info(
         "sweep done",
@@ -99,6 +112,7 @@ def sweep(deps: SweeperDependencies) -> SweepReport:
             "canceled": report.canceled,
             "failed": report.failed,
             "budget_repairs": report.budget_repairs,
+            "pin_repairs": report.pin_repairs,
             "errors": report.errors,
         },
     )

@@ -13,5 +13,7 @@ class SweeperSettings(JobPolicySettings, BudgetStorageSettings):
     payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)
     jobs_queue_url: str = Field(alias=r.ENV_JOBS_QUEUE_URL, min_length=1)
     isolation_queue_url: str = Field(alias=r.ENV_ISOLATION_QUEUE_URL, min_length=1)
+    # Pinned documents whose pins no terminal write removed (shared.documents.pin_repair).
+    documents_table: str = Field(alias=r.ENV_DOCUMENTS_TABLE, min_length=1)
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=1, le=900)
     max_items_per_run: int = Field(default=1000, alias="SWEEP_MAX_ITEMS", ge=1, le=100_000)

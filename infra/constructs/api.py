@@ -25,6 +25,7 @@ from infra import grants, nag
 from infra.config import StageConfig
 from infra.constructs.auth import Auth
 from infra.constructs.budgets import Budgets
+from infra.constructs.documents import Documents
 from infra.constructs.storage import Storage
 from infra.constructs.streaming import Streaming
 from infra.environment import status_environment, submit_environment
@@ -55,7 +56,11 @@ ACCESS_LOG_FORMAT = {
 
 # API Gateway's own limit for an HTTP API integration is 30 s; these functions answer in milliseconds.
 _API_FUNCTION_TIMEOUT = Duration.seconds(10)
-_METHODS = {"GET": apigwv2.HttpMethod.GET, "POST": apigwv2.HttpMethod.POST}
+_METHODS = {
+    "GET": apigwv2.HttpMethod.GET,
+    "POST": apigwv2.HttpMethod.POST,
+    "DELETE": apigwv2.HttpMethod.DELETE,
+}
 
 
 class Api(Construct):
@@ -72,9 +77,11 @@ class Api(Construct):
         storage: Storage,
         budgets: Budgets,
         streaming: Streaming,
+        documents: Documents,
         route_functions: Mapping[FunctionName, lambda_.Function] | None = None,
     ) -> None:
-        """`route_functions`: functions other capabilities made for routes of ROUTES (tickets, budget)."""
+        """`route_functions`: functions other capabilities made for routes of ROUTES (tickets, budget,
+        documents)."""
         super().__init__(scope, construct_id)
         # Signs list cursors (HMAC), so clients cannot forge a position in another owner's list.
         self.cursor_secret = secretsmanager.Secret(
@@ -87,7 +94,7 @@ class Api(Construct):
             removal_policy=removal_policy(config),
         )
         self.functions = {
-            FunctionName.SUBMIT: self._submit(config, factory, storage, budgets),
+            FunctionName.SUBMIT: self._submit(config, factory, storage, budgets, documents),
             FunctionName.STATUS: self._status(config, factory, storage, budgets, streaming),
             **(route_functions or {}),
         }
@@ -116,7 +123,11 @@ class Api(Construct):
             # and local mode puts its console's origin in its place.
             cors_preflight=apigwv2.CorsPreflightOptions(
                 allow_origins=list(config.api_cors_origins),
-                allow_methods=[apigwv2.CorsHttpMethod.GET, apigwv2.CorsHttpMethod.POST],
+                allow_methods=[
+                    apigwv2.CorsHttpMethod.GET,
+                    apigwv2.CorsHttpMethod.POST,
+                    apigwv2.CorsHttpMethod.DELETE,
+                ],
                 allow_headers=list(CORS_ALLOW_HEADERS),
                 expose_headers=list(CORS_EXPOSE_HEADERS),
                 max_age=Duration.hours(1),
@@ -147,7 +158,12 @@ class Api(Construct):
         self._audiences.append(client_id)
 
     def _submit(
-        self, config: StageConfig, factory: FunctionFactory, storage: Storage, budgets: Budgets
+        self,
+        config: StageConfig,
+        factory: FunctionFactory,
+        storage: Storage,
+        budgets: Budgets,
+        documents: Documents,
     ) -> lambda_.Function:
         function = factory.create(
             self,
@@ -160,6 +176,8 @@ class Api(Construct):
                     idempotency_table=storage.idempotency_table.table_name,
                     bucket=storage.payload_bucket.bucket_name,
                     budgets_table=budgets.table.table_name,
+                    documents_table=documents.table.table_name,
+                    documents_bucket=documents.bucket.bucket_name,
                 ),
                 timeout=_API_FUNCTION_TIMEOUT,
                 memory_mb=config.api_memory_mb,
@@ -180,6 +198,8 @@ class Api(Construct):
         # The tenant's limit and counter (BatchGetItem), then the reservation with its counter: a
         # TransactWriteItems of a Put and an Update, which IAM authorizes as PutItem and UpdateItem.
         grants.grant_table(budgets.table, function, ["BatchGetItem", "PutItem", "UpdateItem"])
+        # Jobs on documents: the caller's document, its text, and the pin (DESIGN.md, "Documents").
+        documents.grant_job_input(function)
         return function
 
     def _status(

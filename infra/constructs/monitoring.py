@@ -20,6 +20,7 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from infra.constructs.api import Api
+from infra.constructs.documents import Documents
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
 from infra.constructs.streaming import Streaming
@@ -66,6 +67,7 @@ class Monitoring(Construct):
         realtime: Realtime,
         streaming: Streaming,
         webhooks: Webhooks,
+        documents: Documents,
         functions: Mapping[FunctionName, lambda_.IFunction],
     ) -> None:
         super().__init__(scope, construct_id)
@@ -115,6 +117,28 @@ class Monitoring(Construct):
             period=_FIVE_MINUTES,
         )
         specs = [
+            AlarmSpec(
+                "IngestDlqNotEmpty",
+                documents.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_ONE_MINUTE, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "Messages are in the ingest DLQ: upload notifications that are not about a document "
+                "(parked at once, with a reason attribute), or that kept crashing or timing out the ingest.",
+                "Read the messages and their `reason`, and the ingest logs for the document ids; a "
+                "document whose notification is there stays AwaitingUpload until it expires.",
+                Runbook.INGEST_DLQ_NOT_EMPTY,
+            ),
+            AlarmSpec(
+                "IngestOldestMessageAge",
+                documents.queue.metric_approximate_age_of_oldest_message(
+                    period=_FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                config.oldest_message_alarm_seconds,
+                "Uploads wait in the ingest queue longer than expected: documents stay AwaitingUpload.",
+                "Check ingest errors, throttles and duration, and ingestMaxConcurrency.",
+                Runbook.INGEST_OLDEST_MESSAGE_AGE,
+            ),
             AlarmSpec(
                 "DlqNotEmpty",
                 outbox.dead_letter_queue.metric_approximate_number_of_messages_visible(

@@ -47,6 +47,7 @@ from infra.config import (
     StageConfig,
 )
 from infra.constructs.budgets import Budgets
+from infra.constructs.documents import Documents
 from infra.constructs.outbox import guarded_stream_source, secure_queue
 from infra.constructs.storage import Storage
 from infra.constructs.webhooks import Webhooks
@@ -112,6 +113,7 @@ class Realtime(Construct):
         storage: Storage,
         webhooks: Webhooks,
         budgets: Budgets,
+        documents: Documents,
     ) -> None:
         super().__init__(scope, construct_id)
         self.connections_table = self._table(config)
@@ -178,10 +180,14 @@ class Realtime(Construct):
         self.notifier_failures = secure_queue(
             self, NOTIFIER_FAILURE_QUEUE, retention_period=Duration.days(DLQ_RETENTION_DAYS)
         )
-        self.notifier = self._notifier(factory, storage, table, webhooks, budgets.table.table_name)
+        self.notifier = self._notifier(
+            factory, storage, table, webhooks, budgets_table=budgets.table.table_name, documents=documents
+        )
         # Token budgets: each terminal write settles its run's reservation (functions.notifier.settlement),
         # a transaction of a conditional Delete (the reservation) and an Update (the counter).
         grants.grant_table(budgets.table, self.notifier, ["DeleteItem", "UpdateItem"])
+        # Jobs on documents: each terminal write unpins its document (functions.notifier.settlement).
+        documents.grant_unpin(self.notifier)
         self.functions = {
             FunctionName.TICKETS: self.tickets_function,
             FunctionName.WS_AUTHORIZER: self.authorizer_function,
@@ -254,7 +260,14 @@ class Realtime(Construct):
         nag.acknowledge(self.web_socket_api, "AwsSolutions-APIG4", _UNAUTHORIZED_ROUTES_REASON)
 
     def _notifier(
-        self, factory: FunctionFactory, storage: Storage, table: str, webhooks: Webhooks, budgets_table: str
+        self,
+        factory: FunctionFactory,
+        storage: Storage,
+        table: str,
+        webhooks: Webhooks,
+        *,
+        budgets_table: str,
+        documents: Documents,
     ) -> lambda_.Function:
         notifier = self._function(
             factory,
@@ -265,6 +278,7 @@ class Realtime(Construct):
                 webhooks_table=webhooks.table.table_name,
                 webhooks_queue_url=webhooks.queue.queue_url,
                 budgets_table=budgets_table,
+                documents_table=documents.table.table_name,
             ),
             "outlast notifier: job writes on the jobs table stream -> their owners' WebSocket connections",
             timeout=Duration.seconds(60),

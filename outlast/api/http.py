@@ -31,6 +31,9 @@ from pydantic import BaseModel, ValidationError
 from outlast import __version__
 from outlast.api.models import (
     BudgetDocument,
+    CreatedDocument,
+    DocumentPage,
+    DocumentStatusDocument,
     JobPage,
     OutputPage,
     ResultDocument,
@@ -296,6 +299,26 @@ class HttpApi:
         }
         path = "/v1/jobs" + (f"?{urllib.parse.urlencode(query)}" if query else "")
         return _typed(self._call("GET", path), JobPage)
+
+    def create_document(self, filename: str, content_type: str, size: int) -> Answer[CreatedDocument]:
+        """POST /v1/documents: the document AwaitingUpload and the presigned POST that uploads it.
+        Not idempotent: a retry makes another document (the first, never uploaded, expires)."""
+        body = {"filename": filename, "contentType": content_type, "bytes": size}
+        return _typed(self._call("POST", "/v1/documents", body), CreatedDocument)
+
+    def get_document(self, document_id: str) -> Answer[DocumentStatusDocument]:
+        """GET /v1/documents/{id}."""
+        return _typed(self._call("GET", f"/v1/documents/{_segment(document_id)}"), DocumentStatusDocument)
+
+    def list_documents(self, limit: int | None, cursor: str | None) -> Answer[DocumentPage]:
+        """GET /v1/documents: one page, newest first."""
+        query = {name: value for name, value in (("limit", limit), ("cursor", cursor)) if value is not None}
+        path = "/v1/documents" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        return _typed(self._call("GET", path), DocumentPage)
+
+    def delete_document(self, document_id: str) -> None:
+        """DELETE /v1/documents/{id} (204; ApiError 409 document_in_use while a job reads it)."""
+        self._call("DELETE", f"/v1/documents/{_segment(document_id)}")
 
     def _bearer(self) -> str:
         if isinstance(self._token, str):

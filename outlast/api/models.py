@@ -69,6 +69,137 @@ class BudgetDocument(BaseModel):
     ]
 
 
+class CreateDocumentRequest(BaseModel):
+    """
+    `POST /v1/documents`: the file about to be uploaded.
+
+    `contentType` is any string here, so that a type outside the list is a 415 with its own code,
+    not a schema error; the service checks it against ContentType.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+    )
+    bytes: Annotated[
+        int,
+        Field(
+            description="The file's size: the most the upload may be.",
+            ge=1,
+            title="Bytes",
+        ),
+    ]
+    content_type: Annotated[
+        str,
+        Field(alias="contentType", max_length=255, min_length=1, title="Contenttype"),
+    ]
+    filename: Annotated[str, Field(max_length=255, min_length=1, title="Filename")]
+
+
+class CreatedDocument(BaseModel):
+    """
+    What the create answers: the document's id and how to upload its file.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    document_id: Annotated[str, Field(alias="documentId", title="Documentid")]
+    status: Annotated[
+        Literal["AwaitingUpload", "Ready", "Rejected"],
+        Field(
+            description="Where a document stands. Ready and Rejected never change again (a new upload is a new document).",
+            title="DocumentStatus",
+        ),
+    ]
+    upload: UploadForm
+
+
+class DocumentErrorDocument(BaseModel):
+    """
+    Why a document was rejected: a stable code and a message safe to show.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    code: Annotated[
+        Literal[
+            "unsupported_type",
+            "document_encrypted",
+            "document_has_no_text",
+            "document_too_large",
+            "document_unreadable",
+        ],
+        Field(
+            description="Why a document was rejected: stable codes clients may branch on (DESIGN.md).",
+            title="RejectCode",
+        ),
+    ]
+    message: Annotated[str, Field(title="Message")]
+
+
+class DocumentPage(BaseModel):
+    """
+    One page of the caller's documents, newest first.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    items: Annotated[list[DocumentStatusDocument], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(alias="nextCursor", title="Nextcursor")]
+
+
+class DocumentStatusDocument(BaseModel):
+    """
+    Where a document stands.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    bytes: Annotated[
+        int,
+        Field(
+            description="The size the create declared: the most the upload may be.",
+            title="Bytes",
+        ),
+    ]
+    content_type: Annotated[
+        Literal[
+            "text/plain",
+            "text/markdown",
+            "application/pdf",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ],
+        Field(
+            alias="contentType",
+            description="The types a document may be declared as; any other is refused at the create (415).",
+            title="ContentType",
+        ),
+    ]
+    created_at: Annotated[AwareDatetime, Field(alias="createdAt", title="Createdat")]
+    document_id: Annotated[str, Field(alias="documentId", title="Documentid")]
+    error: Annotated[
+        DocumentErrorDocument | None,
+        Field(description="Set once the document is Rejected."),
+    ]
+    expires_at: Annotated[AwareDatetime, Field(alias="expiresAt", title="Expiresat")]
+    filename: Annotated[str, Field(title="Filename")]
+    ready: Annotated[
+        ReadyDocument | None, Field(description="Set once the document is Ready.")
+    ]
+    status: Annotated[
+        Literal["AwaitingUpload", "Ready", "Rejected"],
+        Field(
+            description="Where a document stands. Ready and Rejected never change again (a new upload is a new document).",
+            title="DocumentStatus",
+        ),
+    ]
+    updated_at: Annotated[AwareDatetime, Field(alias="updatedAt", title="Updatedat")]
+
+
 class ErrorDocument(BaseModel):
     """
     Why a job failed: a stable code and a message safe to show.
@@ -106,14 +237,23 @@ class InvalidParam(BaseModel):
 
 class JobInputBody(BaseModel):
     """
-    The material the operation works on.
+    The material the operation works on: exactly one of `text` and `documentId`.
     """
 
     model_config = ConfigDict(
         extra="forbid",
         populate_by_name=True,
     )
-    text: Annotated[str, Field(min_length=1, title="Text")]
+    document_id: Annotated[
+        str | None,
+        Field(
+            alias="documentId",
+            description="A Ready document of the caller's (POST /v1/documents): its extracted text is the input, as `text` would be.",
+            pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+            title="Documentid",
+        ),
+    ] = None
+    text: Annotated[str | None, Field(min_length=1, title="Text")] = None
 
 
 class JobOptions(BaseModel):
@@ -268,6 +408,35 @@ class ProgressDocument(BaseModel):
     total_steps: Annotated[int, Field(alias="totalSteps", title="Totalsteps")]
 
 
+class ReadyDocument(BaseModel):
+    """
+    What a Ready document's text is.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    bytes: Annotated[
+        int, Field(description="The stored file's size in bytes.", title="Bytes")
+    ]
+    pages: Annotated[int | None, Field(title="Pages")]
+    sha256: Annotated[
+        str,
+        Field(
+            description="The extracted text's SHA-256 (hex); a job on the document records it.",
+            title="Sha256",
+        ),
+    ]
+    text_bytes: Annotated[
+        int,
+        Field(
+            alias="textBytes",
+            description="The extracted text's size in UTF-8 bytes: what a job reads.",
+            title="Textbytes",
+        ),
+    ]
+
+
 class ResultDocument(BaseModel):
     """
     The output of a Succeeded job.
@@ -387,6 +556,19 @@ class TicketDocument(BaseModel):
     )
     expires_at: Annotated[AwareDatetime, Field(alias="expiresAt", title="Expiresat")]
     ticket: Annotated[str, Field(title="Ticket")]
+    url: Annotated[str, Field(title="Url")]
+
+
+class UploadForm(BaseModel):
+    """
+    An S3 presigned POST: send `fields` as form fields, then the file as the field `file`, to `url`.
+    """
+
+    model_config = ConfigDict(
+        populate_by_name=True,
+    )
+    expires_at: Annotated[AwareDatetime, Field(alias="expiresAt", title="Expiresat")]
+    fields: Annotated[dict[str, str], Field(title="Fields")]
     url: Annotated[str, Field(title="Url")]
 
 

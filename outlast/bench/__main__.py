@@ -1,4 +1,4 @@
-"""`python -m outlast.bench [--quick] [--only cost,worker,coldstart,pipeline,streaming]`: run, then report.
+"""`python -m outlast.bench [--quick] [--only cost,worker,...,ingest]`: run, then report.
 
 Sections not run this time are kept from the existing docs/benchmarks.json, so `--only` refreshes
 one section without losing the others (each section carries when and how it was made).
@@ -20,9 +20,11 @@ from outlast.bench import report
 from outlast.bench.stats import load_average, machine
 from outlast.local.synth import PROJECT_ROOT
 
-SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline", "streaming")
+SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline", "streaming", "ingest", "documentsubmit")
 # Sections that start a whole local stack of their own (the others share the in-process harness).
 STACK_SECTIONS = ("pipeline", "streaming")
+# Sections that need neither the harness nor a stack (the ingest's extraction, in its own child).
+PLAIN_SECTIONS = ("ingest",)
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,34 @@ class Sizes:
     pipeline_clients: int
     long_input_bytes: int
     streaming_jobs: int
+    ingest_pages: int = 300
+    ingest_repeats: int = 5
+    document_submit_repeats: int = 5
+    document_submit_bytes: int = 8 * 1024 * 1024 - 1024
 
 
 FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40)
-QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576, 10)
+QUICK = Sizes(
+    10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576, 10, ingest_repeats=2, document_submit_repeats=2
+)
 # For the test suite: the code paths with tiny sizes; the numbers mean nothing.
-SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2, 60_000, 2)
+SMOKE = Sizes(
+    2,
+    1,
+    3,
+    0.2,
+    1,
+    1,
+    (10, 20),
+    4,
+    2,
+    60_000,
+    2,
+    ingest_pages=3,
+    ingest_repeats=1,
+    document_submit_repeats=1,
+    document_submit_bytes=100_000,
+)
 
 
 def _say(line: str) -> None:
@@ -81,7 +105,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The benchmarks that share one in-process harness (moto, the model server, the handlers)."""
-    from outlast.bench import coldstart, cost, longinput, worker  # noqa: PLC0415 - after argument parsing
+    from outlast.bench import coldstart, cost, document_submit, longinput, worker  # noqa: PLC0415
     from outlast.bench.harness import Harness  # noqa: PLC0415
     from outlast.bench.prices import load_prices  # noqa: PLC0415
 
@@ -112,6 +136,13 @@ def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> 
             )
         if "coldstart" in sections:
             results["coldstart"] = coldstart.run(harness, runs=sizes.coldstart_runs, say=_say)
+        if "documentsubmit" in sections:
+            results["documentsubmit"] = document_submit.run(
+                harness,
+                repeats=sizes.document_submit_repeats,
+                document_bytes=sizes.document_submit_bytes,
+                say=_say,
+            )
     finally:
         harness.stop()
     _say_denials("in-process sections", len(harness.denials.read()))
@@ -157,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "machineBefore": machine(),
     }
     results: dict[str, dict[str, Any]] = {}
-    in_process = [s for s in arguments.sections if s not in STACK_SECTIONS]
+    in_process = [s for s in arguments.sections if s not in STACK_SECTIONS + PLAIN_SECTIONS]
     if in_process:
         results.update(_in_process(in_process, sizes, previous))
     if "pipeline" in arguments.sections:
@@ -172,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
 
         results["streaming"] = streaming.run(jobs=sizes.streaming_jobs, say=_say)
         _say_denials("streaming", results["streaming"]["iamDenials"])
+    if "ingest" in arguments.sections:
+        from outlast.bench import ingest  # noqa: PLC0415 - only this section needs it
+
+        results["ingest"] = ingest.run(pages=sizes.ingest_pages, repeats=sizes.ingest_repeats, say=_say)
     stamp["loadAverageAfter"] = load_average()
     stamp["seconds"] = round(time.monotonic() - began, 1)
     document = {key: value for key, value in previous.items() if key in SECTIONS}

@@ -60,9 +60,9 @@ def markdown(document: dict[str, Any]) -> str:
     parts = [
         "# Benchmarks\n",
         "Written by `make bench` (`python -m outlast.bench`, `BENCH_ARGS=--quick` for a short run, "
-        "`--only cost,worker,longinput,coldstart,pipeline,streaming` for some sections); do not edit "
-        "by hand. The same numbers are in [benchmarks.json](benchmarks.json). Everything here runs on "
-        "one machine: "
+        "`--only cost,worker,longinput,coldstart,pipeline,streaming,ingest,documentsubmit` for some "
+        "sections); do not edit by hand. The same numbers are in [benchmarks.json](benchmarks.json). "
+        "Everything here runs on one machine: "
         "the functions' real handlers against moto and the local model server. Timings are local "
         "proxies, noisy on a shared machine; each section says how it was measured, the spread of "
         "its samples and the machine's load. Tests assert behaviour; these are numbers.\n",
@@ -80,6 +80,10 @@ def markdown(document: dict[str, Any]) -> str:
         parts.append(_pipeline(document["pipeline"]))
     if "streaming" in document:
         parts.append(_streaming(document["streaming"]))
+    if "ingest" in document:
+        parts.append(_ingest(document["ingest"]))
+    if "documentsubmit" in document:
+        parts.append(_document_submit(document["documentsubmit"]))
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -821,4 +825,39 @@ def _longinput(section: dict[str, Any]) -> str:
             f"| {row['step']} | {row['operation']} | {row['table']} | {row['item']} | "
             f"{row.get('writeUnits', '-')} | {index} | {row['perJob']} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _ingest(section: dict[str, Any]) -> str:
+    document, markdown = section["pdf"], section["markdown"]
+    pdf_row = (
+        f"| PDF, {document['pages']} pages | {document['bytes']:,} bytes | {document['textBytes']:,} bytes "
+        f"| {_spread(document['seconds'])} | {document['msPerPage']} ms | {document['msPerMegabyte']} ms |"
+    )
+    markdown_row = (
+        f"| Markdown | {markdown['bytes']:,} bytes | {markdown['bytes']:,} bytes "
+        f"| {_spread(markdown['seconds'])} | - | - |"
+    )
+    lines = [
+        "## Ingest: a document's text\n",
+        f"{section['method']}. {_stamp(section)}\n",
+        "| file | size | text | seconds (median, min-max) | per page | per MB |",
+        "|---|---:|---:|---|---:|---:|",
+        pdf_row,
+        markdown_row,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _document_submit(section: dict[str, Any]) -> str:
+    inline, document = section["inline"], section["document"]
+    lines = [
+        "## Submit on a document\n",
+        f"{section['method']}. {_stamp(section)}\n",
+        "| input | bytes | submit seconds (median, min-max) |",
+        "|---|---:|---|",
+        f"| inline text (the most a body takes) | {inline['bytes']:,} | {_spread(inline['seconds'])} |",
+        f"| a document's text ({section['documentMiB']} MiB) | {document['bytes']:,} | "
+        f"{_spread(document['seconds'])} |",
+    ]
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from click.shell_completion import get_completion_class
 
 from outlast import __version__
 from outlast.cli.account import login, logout
+from outlast.cli.documents import documents
 from outlast.cli.errors import ExitCode
 from outlast.cli.framework import Section, Verb
 from outlast.cli.jobs import budget, cancel, list_jobs, result, status, submit
@@ -62,7 +63,21 @@ def completion(shell: str) -> None:
     click.echo(completer(cli, {}, PROG, COMPLETE_VARIABLE).source())
 
 
-for command in (submit, status, result, output, cancel, list_jobs, watch, budget, login, logout, ops, local):
+for command in (
+    submit,
+    status,
+    result,
+    output,
+    cancel,
+    list_jobs,
+    watch,
+    budget,
+    documents,
+    login,
+    logout,
+    ops,
+    local,
+):
     cli.add_command(command)
 for alias in aliases():
     cli.add_command(alias)

@@ -46,6 +46,8 @@ from outlast.cli.framework import Verb
 from outlast.cli.progress import Progress
 from outlast.cli.session import Session, api_options, guarded, json_option, open_session
 from outlast.cli.stream_output import ended_status, stream_output
+from outlast.cli.uploading import upload_and_wait
+from outlast.document_upload import BINARY_SUFFIXES
 from outlast.follow import Followed, TimeUpError
 from outlast.retry import FALLBACK_POLL_SECONDS, WaitTimeoutError
 
@@ -87,20 +89,27 @@ def _idempotency_key(_ctx: click.Context, _param: click.Parameter, value: str | 
 
 def build_submit_request(
     operation: str,
-    text: str,
+    text: str | None,
     labels: tuple[str, ...],
     model: str | None,
     max_output_tokens: int | None,
     *,
     schema: JsonObject | None = None,
     stream: bool = False,
+    document_id: str | None = None,
 ) -> SubmitRequest:
     """The POST /v1/jobs body: options only when given (explicit nulls are a 400); CliError for a
     body the contract refuses anyway (an empty text, a label of spaces...). Whether a schema is in
     the subset extract takes is the API's to say (400 invalid_schema, with where)."""
     try:
         return _submit_request(
-            operation, text, labels, model, max_output_tokens, schema=schema, stream=stream
+            operation,
+            {"documentId": document_id} if document_id is not None else {"text": text},
+            labels,
+            model,
+            max_output_tokens,
+            schema=schema,
+            stream=stream,
         )
     except ValidationError as error:
         problems = "; ".join(
@@ -112,7 +121,7 @@ def build_submit_request(
 
 def _submit_request(
     operation: str,
-    text: str,
+    job_input: JsonObject,
     labels: tuple[str, ...],
     model: str | None,
     max_output_tokens: int | None,
@@ -136,7 +145,7 @@ def _submit_request(
     return SubmitRequest.model_validate(
         {
             "operation": operation,
-            "input": {"text": text},
+            "input": job_input,
             "options": options if options.model_fields_set else None,
         }
     )
@@ -155,6 +164,36 @@ def _read_text(text: str | None, file: str | None) -> str:
         raise CliError(f"{file} is not UTF-8 text") from None
     except OSError as error:
         raise CliError(f"cannot read {file}: {error.strerror or error}") from None
+
+
+def _job_input(
+    opened: Callable[[], Session],
+    text: str | None,
+    file: str | None,
+    document_id: str | None,
+    timeout: float | None,
+) -> tuple[Session | None, str | None, str | None]:
+    """The session if one was needed already, and the text or the document id of the input: a PDF
+    or docx --file is uploaded first (the job runs on the document once it is Ready)."""
+    if file is not None and Path(file).suffix.lower() in BINARY_SUFFIXES:
+        session = opened()
+        return session, None, _ready_document_id(session, Path(file), timeout)
+    if document_id is not None:
+        return None, None, document_id
+    return None, _read_text(text, file), None
+
+
+def _ready_document_id(session: Session, path: Path, timeout: float | None) -> str:
+    """Upload a PDF or docx --file as a document; its id once Ready (CliError, exit 1, if Rejected)."""
+    if not path.is_file():
+        raise CliError(f"cannot read {path}: no such file")
+    document = upload_and_wait(session, path, timeout)
+    if document.error is not None:
+        raise CliError(
+            f"document {document.document_id} was rejected: {document.error.code}: {document.error.message}",
+            ExitCode.FAILED,
+        )
+    return document.document_id
 
 
 def read_schema(value: str | None) -> JsonObject | None:
@@ -213,11 +252,18 @@ def wait_options[F: Callable[..., Any]](function: F) -> F:
         "outlast submit analyze --file report.txt --stream",
         "outlast submit classify --text 'Refund please' --label billing --label support --json",
         "outlast submit extract --file invoice.txt --schema invoice.schema.json --wait > invoice.json",
+        "outlast submit summarize --file report.pdf --wait",
+        "outlast submit analyze --document 0b8f6c1e-2a4d-4e7b-9c3f-5d6e7f8a9b0c --wait",
     ),
 )
 @click.argument("operation", type=click.Choice(OPERATIONS), metavar="OPERATION")
 @click.option("--text", help="the input text")
-@click.option("--file", metavar="PATH", help="read the input text from PATH (UTF-8; - for stdin)")
+@click.option(
+    "--file",
+    metavar="PATH",
+    help="read the input text from PATH (UTF-8; - for stdin); a .pdf or .docx is uploaded as a document",
+)
+@click.option("--document", "document_id", metavar="ID", help="run the job on your uploaded document ID")
 @click.option("--label", "labels", multiple=True, metavar="L", help="a label for classify (repeat it)")
 @click.option(
     "--schema",
@@ -247,6 +293,7 @@ def submit(
     operation: str,
     text: str | None,
     file: str | None,
+    document_id: str | None,
     labels: tuple[str, ...],
     schema: str | None,
     model: str | None,
@@ -262,25 +309,31 @@ def submit(
 ) -> int:
     """Submit a job.
 
-    OPERATION is summarize, analyze, classify or extract; the input comes from --text or --file.
+    OPERATION is summarize, analyze, classify or extract; the input comes from --text, --file or
+    --document (a document of yours: `outlast documents upload`). A PDF or docx --file is uploaded
+    as a document, and the job runs on its text once it is Ready.
     extract answers with a JSON object that matches --schema. The idempotency key it prints makes
     a retry safe: the same key gets the same job. With --stream the output is printed as it is
     written (after a dropped connection or a retry of the job it goes on from its last event).
     """
-    if text is not None and file is not None:
-        raise click.UsageError("give the input once: --text or --file")
+    if sum(given is not None for given in (text, file, document_id)) > 1:
+        raise click.UsageError("give the input once: --text, --file or --document")
     _check_timeout(wait or stream, timeout)
+    console = Console(json_mode)
+    session, job_text, document_id = _job_input(
+        lambda: open_session(console, api_url, profile, token_env), text, file, document_id, timeout
+    )
     request = build_submit_request(
         operation,
-        _read_text(text, file),
+        job_text,
         labels,
         model,
         max_output_tokens,
         schema=read_schema(schema),
         stream=stream,
+        document_id=document_id,
     )
-    console = Console(json_mode)
-    session = open_session(console, api_url, profile, token_env)
+    session = session or open_session(console, api_url, profile, token_env)
     key = idempotency_key or new_idempotency_key()
     # Said before the request leaves: whatever happens next, the user can retry with this key.
     console.note(f"idempotency key: {key}")

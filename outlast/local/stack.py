@@ -25,6 +25,7 @@ from typing import Any
 from outlast.local.capabilities.api import Api
 from outlast.local.capabilities.base import Starter
 from outlast.local.capabilities.console import Console
+from outlast.local.capabilities.documents import Documents
 from outlast.local.capabilities.functions import Functions, Invoke
 from outlast.local.capabilities.mappings import Mappings
 from outlast.local.capabilities.provider import ModelProvider
@@ -110,6 +111,7 @@ class LocalStack:
         )
         self._api = Api(options.port)
         self._mappings = Mappings(log)
+        self._documents = Documents(log)
         self._schedules = Schedules(options.schedule_seconds, log)
 
     # --- what the pieces are, once started ------------------------------------------------------
@@ -191,6 +193,7 @@ class LocalStack:
         # Bound before the functions start: their environment and roles name these endpoints.
         realtime = self._realtime.bind(template, resolver)
         console = self._console.bind(storage.resources, self.options.console_port, self.options.port)
+        documents = self._documents.bind(endpoint=storage.endpoint, iam=lambda: self._functions.iam)
         functions = self._functions.start(
             template,
             resolver,
@@ -199,6 +202,7 @@ class LocalStack:
             model_url=self._provider.url,
             local_urls=realtime.local_urls,
             stages=realtime.stages,
+            by_handler=documents.function_environment(),
         )
         api = self._api.start(
             template,
@@ -210,6 +214,7 @@ class LocalStack:
         )
         console.start(api.front.url, realtime.url)
         realtime.start(template, resolver, functions)
+        documents.start(template, resolver, storage.endpoint)
         self._mappings.start(
             template, resolver, functions=functions, resources=storage.resources, endpoint=storage.endpoint
         )
@@ -229,6 +234,7 @@ class LocalStack:
             self._storage,
             self._functions,
             self._api,
+            self._documents,
             self._console,
             self._realtime,
             self._provider,

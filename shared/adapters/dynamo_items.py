@@ -33,6 +33,10 @@ RESULT_USAGE_COUNTED_ATTRIBUTE = "resultUsageCounted"
 STREAM_ATTRIBUTE = "stream"
 OUTPUT_ATTEMPT_ATTRIBUTE = "outputAttempt"
 RESULT_ATTEMPT_ATTRIBUTE = "resultAttempt"
+# A job on a document: its id and the SHA-256 of the text the submit read (the notifier unpins
+# the document from the terminal write's stream record, which carries both).
+DOCUMENT_ID_ATTRIBUTE = "documentId"
+DOCUMENT_SHA256_ATTRIBUTE = "documentSha256"
 USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
@@ -131,6 +135,8 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         STREAM_ATTRIBUTE: True if job.stream else None,
         OUTPUT_ATTEMPT_ATTRIBUTE: job.output_attempt or None,
         RESULT_ATTEMPT_ATTRIBUTE: job.result_attempt,
+        DOCUMENT_ID_ATTRIBUTE: job.document_id,
+        DOCUMENT_SHA256_ATTRIBUTE: job.document_sha256,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -219,6 +225,8 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         result_usage_counted=bool(values.get(RESULT_USAGE_COUNTED_ATTRIBUTE, False)),
         output_attempt=values.get(OUTPUT_ATTEMPT_ATTRIBUTE, 0),
         result_attempt=values.get(RESULT_ATTEMPT_ATTRIBUTE),
+        document_id=values.get(DOCUMENT_ID_ATTRIBUTE),
+        document_sha256=values.get(DOCUMENT_SHA256_ATTRIBUTE),
     )
 
 

@@ -8,6 +8,7 @@ object key it was told of. Attributes are flat, so that every condition names th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -17,7 +18,8 @@ from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import deserialize, list_key, serialize
 from shared.adapters.update_builder import UpdateBuilder
 from shared.clock import epoch_seconds, from_iso, to_iso
-from shared.documents.ports import DocumentConflictError, UploadTransition
+from shared.cursor import ListPosition
+from shared.documents.ports import DocumentConflictError, DocumentPageSlice, UploadTransition
 from shared.documents.record import DocumentRecord, DocumentRejection, ReadyFacts, Upload
 from shared.documents.types import DocumentStatus
 from shared.errors import ConditionFailedError
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+_UNPINNED = "attribute_exists(#pk) AND attribute_not_exists(#pins)"
+# The string set of the ids of the jobs that pin a document (DynamoDB drops an emptied set).
+PINNED_BY = "pinnedBy"
 
 
 def document_key(owner: Caller, document_id: str) -> dict[str, Any]:
@@ -57,7 +62,7 @@ def document_to_item(document: DocumentRecord) -> dict[str, Any]:
         "sha256": ready.sha256 if ready else None,
         "errorCode": error.code.value if error else None,
         "errorMessage": error.message if error else None,
-        "pins": document.pins,
+        PINNED_BY: set(document.pinned_by) or None,
         "revision": document.revision,
     }
     return serialize(values)
@@ -94,7 +99,7 @@ def item_to_document(item: Mapping[str, Any]) -> DocumentRecord:
         error=DocumentRejection(code=values["errorCode"], message=values["errorMessage"])
         if "errorCode" in values
         else None,
-        pins=values.get("pins", 0),
+        pinned_by=frozenset(values.get(PINNED_BY, ())),
         revision=values.get("revision", 1),
     )
 
@@ -149,6 +154,182 @@ class DynamoDocumentRepository:
             stored: Any = error.response.get("Item")
             raise DocumentConflictError(item_to_document(stored) if stored else None) from None
         return item_to_document(response["Attributes"])
+
+    def list_page(
+        self, owner: Caller, limit: int, after: ListPosition | None, now: datetime
+    ) -> DocumentPageSlice:
+        """A consistent Query of the creation-order LSI, newest first, expired documents filtered
+        out (so a page may be short while LastEvaluatedKey says there is more)."""
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": r.DOCUMENTS_LIST_INDEX,
+            "KeyConditionExpression": "#pk = :owner",
+            "FilterExpression": "#expiresAt > :now",
+            "ExpressionAttributeNames": {"#pk": r.DOCUMENTS_PARTITION_KEY, "#expiresAt": "expiresAt"},
+            "ExpressionAttributeValues": serialize({":owner": owner.owner_key, ":now": to_iso(now)}),
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        if after is not None:
+            # The cursor's position names a document by the field jobs' cursors call job_id.
+            arguments["ExclusiveStartKey"] = serialize(
+                {
+                    r.DOCUMENTS_PARTITION_KEY: owner.owner_key,
+                    r.DOCUMENTS_SORT_KEY: after.job_id,
+                    r.DOCUMENTS_LIST_INDEX_SORT: after.list_key,
+                }
+            )
+        with storage_errors():
+            response = self._client.query(**arguments)
+        last = response.get("LastEvaluatedKey")
+        next_position = (
+            ListPosition(
+                list_key=last[r.DOCUMENTS_LIST_INDEX_SORT]["S"], job_id=last[r.DOCUMENTS_SORT_KEY]["S"]
+            )
+            if last
+            else None
+        )
+        return DocumentPageSlice(
+            items=[item_to_document(item) for item in response.get("Items", [])], next_position=next_position
+        )
+
+    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
+        """One conditional UpdateItem adding the job to the pin set while the document is Ready,
+        and the pin index's keys; DocumentConflictError with the document as it stands otherwise."""
+        self._pin_write(owner, document_id, job_id, check_at)
+
+    def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """One UpdateItem removing the job from the pin set; nothing when the document is gone.
+        The index keys stay: the sweeper drops them when it finds no pin left."""
+        try:
+            self._pin_write(owner, document_id, job_id, None)
+        except DocumentConflictError:
+            return
+
+    def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:
+        """A Query of the sparse pin index: the shard's documents whose check is due."""
+        with storage_errors():
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=r.DOCUMENTS_PIN_INDEX,
+                KeyConditionExpression="#shard = :shard AND #check <= :now",
+                ExpressionAttributeNames={
+                    "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+                    "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+                },
+                ExpressionAttributeValues=serialize({":shard": shard, ":now": to_iso(now)}),
+                Limit=limit,
+            )
+        due: list[tuple[Caller, str]] = []
+        for item in response.get("Items", []):
+            tenant, _, sub = item[r.DOCUMENTS_PARTITION_KEY]["S"].partition("#")
+            due.append((Caller(tenant=tenant, sub=sub), item[r.DOCUMENTS_SORT_KEY]["S"]))
+        return due
+
+    def reschedule_pin_check(self, owner: Caller, document_id: str, check_at: datetime) -> None:
+        """Drop the index keys when no pin is left (conditional REMOVE), else move the check."""
+        names = {
+            "#pk": r.DOCUMENTS_PARTITION_KEY,
+            "#pins": PINNED_BY,
+            "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+            "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+        }
+        if self._updated_if(
+            owner,
+            document_id,
+            UpdateExpression="REMOVE #shard, #check",
+            ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(#pins)",
+            ExpressionAttributeNames=names,
+        ):
+            return
+        # Pins are left (or the document is gone, or its last pin went meanwhile: the next
+        # sweep drops the keys then).
+        self._updated_if(
+            owner,
+            document_id,
+            UpdateExpression="SET #check = :check",
+            ConditionExpression="attribute_exists(#pk) AND attribute_exists(#pins)",
+            ExpressionAttributeNames={k: v for k, v in names.items() if k != "#shard"},
+            ExpressionAttributeValues=serialize({":check": to_iso(check_at)}),
+        )
+
+    def _updated_if(self, owner: Caller, document_id: str, **update: Any) -> bool:
+        """One conditional UpdateItem; False when its condition did not hold."""
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._table, Key=document_key(owner, document_id), **update
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            return False
+        return True
+
+    def _pin_write(self, owner: Caller, document_id: str, job_id: str, check_at: datetime | None) -> None:
+        try:
+            with storage_errors():
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=document_key(owner, document_id),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    **_pin_update(document_id, job_id, check_at),
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            stored: Any = error.response.get("Item")
+            raise DocumentConflictError(item_to_document(stored) if stored else None) from None
+
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """One conditional DeleteItem: the document exists and no job pins it."""
+        try:
+            with storage_errors():
+                self._client.delete_item(
+                    TableName=self._table,
+                    Key=document_key(owner, document_id),
+                    ConditionExpression=_UNPINNED,
+                    ExpressionAttributeNames={"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY},
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            stored: Any = error.response.get("Item")
+            raise DocumentConflictError(item_to_document(stored) if stored else None) from None
+
+
+def pin_shard(document_id: str) -> str:
+    """The pin index shard of a document (its id is random: an even spread)."""
+    return str(int(document_id.replace("-", "")[-4:], 16) % r.DOCUMENTS_PIN_SHARDS)
+
+
+def _pin_update(document_id: str, job_id: str, check_at: datetime | None) -> dict[str, Any]:
+    """ADD (with the check's index keys, while the document is Ready) or DELETE one job id."""
+    pin = check_at is not None
+    condition = "attribute_exists(#pk)" + (" AND #status = :ready" if pin else "")
+    names = {"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY}
+    values: dict[str, Any] = {":job": {"SS": [job_id]}}
+    expression = "DELETE #pins :job"
+    if check_at is not None:
+        names |= {
+            "#status": "status",
+            "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+            "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+        }
+        values |= {
+            ":ready": {"S": DocumentStatus.READY.value},
+            ":shard": {"S": pin_shard(document_id)},
+            ":check": {"S": to_iso(check_at)},
+        }
+        expression = "ADD #pins :job SET #shard = :shard, #check = :check"
+    return {
+        "UpdateExpression": expression,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
 
 
 def _transition_update(transition: UploadTransition) -> UpdateBuilder:

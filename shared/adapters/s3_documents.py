@@ -81,6 +81,14 @@ class S3DocumentObjects:
         with storage_errors():
             return bytes(response["Body"].read())
 
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """DeleteObject of the original and of the text (S3 answers 204 for a missing key too)."""
+        for part in DocumentPart:
+            with storage_errors():
+                self._s3_factory().delete_object(
+                    Bucket=self._bucket, Key=object_key(owner, document_id, part)
+                )
+
 
 def _quoted(etag: str) -> str:
     """An ETag as HTTP conditions spell it: S3's events give it bare, its headers quoted."""

@@ -1,12 +1,14 @@
-"""The documents' HTTP bodies as pydantic models: what `GET /v1/documents/{id}` answers.
+"""The documents' HTTP bodies as pydantic models: what the documents routes take and answer.
 
 In the style of shared.contract (camelCase on the wire, instants as RFC 3339 strings), in a
 module of its own so that the job API's functions need not build these models.
 """
 
-from pydantic import Field
+from typing import Annotated
 
-from shared.contract import ResponseModel, Timestamp
+from pydantic import Field, Strict
+
+from shared.contract import ResponseModel, StrictRequestModel, Timestamp
 from shared.documents.types import ContentType, DocumentStatus, RejectCode
 
 
@@ -40,3 +42,42 @@ class DocumentStatusDocument(ResponseModel):
     expires_at: Timestamp
     ready: ReadyDocument | None = Field(description="Set once the document is Ready.")
     error: DocumentErrorDocument | None = Field(description="Set once the document is Rejected.")
+
+
+# The longest filename kept: what a file system allows, in characters.
+MAX_FILENAME_CHARS = 255
+
+
+class CreateDocumentRequest(StrictRequestModel):
+    """`POST /v1/documents`: the file about to be uploaded.
+
+    `contentType` is any string here, so that a type outside the list is a 415 with its own code,
+    not a schema error; the service checks it against ContentType.
+    """
+
+    filename: Annotated[str, Strict(), Field(min_length=1, max_length=MAX_FILENAME_CHARS)]
+    content_type: Annotated[str, Strict(), Field(min_length=1, max_length=255)]
+    bytes: Annotated[int, Strict(), Field(ge=1, description="The file's size: the most the upload may be.")]
+
+
+class UploadForm(ResponseModel):
+    """An S3 presigned POST: send `fields` as form fields, then the file as the field `file`, to `url`."""
+
+    url: str
+    fields: dict[str, str]
+    expires_at: Timestamp
+
+
+class CreatedDocument(ResponseModel):
+    """What the create answers: the document's id and how to upload its file."""
+
+    document_id: str
+    status: DocumentStatus
+    upload: UploadForm
+
+
+class DocumentPage(ResponseModel):
+    """One page of the caller's documents, newest first."""
+
+    items: list[DocumentStatusDocument]
+    next_cursor: str | None

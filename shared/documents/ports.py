@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from shared.errors import ConditionFailedError
 
 if TYPE_CHECKING:
+    from shared.cursor import ListPosition
     from shared.documents.extraction import Extracted
     from shared.documents.record import DocumentRecord, DocumentRejection, ReadyFacts, Upload
     from shared.documents.types import ContentType, DocumentStatus
@@ -42,6 +43,14 @@ class DocumentConflictError(ConditionFailedError):
         self.current = current
 
 
+@dataclass(frozen=True)
+class DocumentPageSlice:
+    """One page of an owner's documents, newest first; `next_position` is where the next starts."""
+
+    items: list[DocumentRecord]
+    next_position: ListPosition | None
+
+
 class DocumentRepository(Protocol):
     """Durable storage of document records, one item per document in its owner's partition.
 
@@ -61,6 +70,36 @@ class DocumentRepository(Protocol):
         """Apply the transition and return the document as written; DocumentConflictError when refused."""
         ...
 
+    def list_page(
+        self, owner: Caller, limit: int, after: ListPosition | None, now: datetime
+    ) -> DocumentPageSlice:
+        """Up to `limit` of the owner's unexpired documents, newest first, after `after`; the page
+        may be short while there are more (expired ones are skipped, not counted)."""
+        ...
+
+    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
+        """Add the job to the document's pins while it is Ready (again: no change), and have the
+        sweeper look at the pins at `check_at`; DocumentConflictError with the document as it
+        stands (None: missing) otherwise."""
+        ...
+
+    def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:
+        """Up to `limit` pinned documents of a shard whose check is due: (owner, document id)."""
+        ...
+
+    def reschedule_pin_check(self, owner: Caller, document_id: str, check_at: datetime) -> None:
+        """Look at the pins again at `check_at`, or never again when none is left."""
+        ...
+
+    def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
+        """Remove the job from the document's pins; nothing when it holds none or is gone."""
+        ...
+
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """Remove the document while no job pins it: DocumentConflictError with the document as it
+        stands when it is pinned, or with None when it does not exist."""
+        ...
+
 
 class DocumentObjects(Protocol):
     """A document's objects in the documents bucket: the uploaded file and its text."""
@@ -76,6 +115,29 @@ class DocumentObjects(Protocol):
 
     def read_text(self, owner: Caller, document_id: str) -> bytes | None:
         """The stored text; None when there is none."""
+        ...
+
+    def delete(self, owner: Caller, document_id: str) -> None:
+        """Remove the original and the text; harmless when either is already gone."""
+        ...
+
+
+@dataclass(frozen=True)
+class UploadGrant:
+    """A presigned POST: the URL, the form fields that carry the policy and its signature, and
+    when the policy expires."""
+
+    url: str
+    fields: dict[str, str]
+    expires_at: datetime
+
+
+class UploadSigner(Protocol):
+    """Signs a browser-style POST upload of one object, its policy pinning what may be sent."""
+
+    def presign(self, key: str, content_type: str, max_bytes: int, expires_in_seconds: int) -> UploadGrant:
+        """A POST whose policy allows exactly `key`, exactly `content_type` and 1..`max_bytes` bytes,
+        until `expires_in_seconds` from now; signed with the caller's own credentials."""
         ...
 
 

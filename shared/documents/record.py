@@ -68,11 +68,17 @@ class DocumentRecord(BaseModel):
     upload: Upload | None = None
     ready: ReadyFacts | None = None
     error: DocumentRejection | None = None
-    # Jobs that read this document and have not ended: while any do, it is neither deleted nor
-    # expired (DESIGN.md, "An accepted job never loses its input").
-    pins: int = 0
+    # Jobs that read this document and have not ended, by id: while any do, it is not deleted
+    # (DESIGN.md, "An accepted job never loses its input"). A set, so that a repeated pin (a
+    # retried submit) or unpin (a redelivered terminal record) changes nothing.
+    pinned_by: frozenset[str] = frozenset()
     # +1 on every write: a document as the create writes it is revision 1.
     revision: int = 1
+
+    @property
+    def pins(self) -> int:
+        """How many jobs pin the document."""
+        return len(self.pinned_by)
 
     @property
     def is_settled(self) -> bool:

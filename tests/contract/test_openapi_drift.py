@@ -23,9 +23,20 @@ def test_every_route_of_the_contract_is_documented() -> None:
         "/v1/jobs/{job_id}/cancellation",
         "/v1/realtime/tickets",
         "/v1/budget",
+        "/v1/documents",
+        "/v1/documents/{document_id}",
     }
     assert set(paths["/v1/jobs"]) == {"get", "post"}
     assert set(paths["/v1/budget"]) == {"get"}
+    assert set(paths["/v1/documents"]) == {"get", "post"}
+    assert set(paths["/v1/documents/{document_id}"]) == {"get", "delete"}
+
+
+def test_a_document_type_outside_the_list_is_a_documented_415() -> None:
+    answers = build_document()["paths"]["/v1/documents"]["post"]["responses"]
+
+    assert "unsupported_document_type" in answers["415"]["description"]
+    assert "document_too_large" in answers["413"]["description"]
 
 
 def test_a_budget_refusal_is_a_documented_403_without_retry_after() -> None:

@@ -15,6 +15,7 @@ from infra.names import (
     CONSOLE_CLIENT,
     CORS_ALLOW_HEADERS,
     CORS_EXPOSE_HEADERS,
+    DOCUMENTS,
     HTTP_API,
     REALTIME,
     ROUTES,
@@ -38,13 +39,18 @@ def test_every_route_requires_the_jwt_authorizer(synthesized):
         assert route["Properties"]["AuthorizerId"] == {"Ref": authorizer_id}
 
 
-def test_the_eight_routes_exist_and_nothing_else(synthesized):
+def test_the_twelve_routes_exist_and_nothing_else(synthesized):
     routes = synthesized.of_api("AWS::ApiGatewayV2::Route", API, HTTP_API)
     keys = {r["Properties"]["RouteKey"] for r in routes.values()}
 
     assert keys == {route.key for route in ROUTES}
     assert {"POST /v1/realtime/tickets", "GET /v1/budget", "GET /v1/jobs/{jobId}/output"} <= keys
-    assert len(ROUTES) == 8
+    assert {
+        "POST /v1/documents",
+        "GET /v1/documents/{documentId}",
+        "DELETE /v1/documents/{documentId}",
+    } <= keys
+    assert len(ROUTES) == 12
 
 
 def test_authorizer_accepts_id_tokens_of_the_api_the_cli_and_the_console_clients(synthesized):
@@ -68,7 +74,7 @@ def test_authorizer_accepts_id_tokens_of_the_api_the_cli_and_the_console_clients
 
 def test_routes_go_to_their_functions_with_payload_format_2(synthesized):
     integrations = synthesized.of_api("AWS::ApiGatewayV2::Integration", API, HTTP_API)
-    homes = {FunctionName.TICKETS: REALTIME, FunctionName.BUDGET: BUDGETS}
+    homes = {FunctionName.TICKETS: REALTIME, FunctionName.BUDGET: BUDGETS, FunctionName.DOCUMENTS: DOCUMENTS}
     functions = {
         name: synthesized.logical_id(homes.get(name, API), f"{name.construct_id}Function")
         for name in {r.function for r in ROUTES}

@@ -12,6 +12,8 @@ from infra.names import (
     BUDGETS,
     BUDGETS_TABLE,
     CONNECTIONS_TABLE,
+    DOCUMENTS,
+    DOCUMENTS_TABLE,
     IDEMPOTENCY_TABLE,
     JOBS_TABLE,
     OUTPUT_EVENTS_TABLE,
@@ -33,6 +35,7 @@ TABLES = [
     (BUDGETS, BUDGETS_TABLE),
     (WEBHOOKS, WEBHOOKS_TABLE),
     (STREAMING, OUTPUT_EVENTS_TABLE),
+    (DOCUMENTS, DOCUMENTS_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"
@@ -90,6 +93,7 @@ def test_provisioned_mode_auto_scales_every_table_and_index_in_both_dimensions(s
         ((STORAGE, JOBS_TABLE), r.SWEEP_INDEX),
         ((BUDGETS, BUDGETS_TABLE), r.BUDGET_CHECK_INDEX),
         ((WEBHOOKS, WEBHOOKS_TABLE), r.WEBHOOKS_TENANT_INDEX),
+        ((DOCUMENTS, DOCUMENTS_TABLE), r.DOCUMENTS_PIN_INDEX),
     ]
     expected = {
         (synthesized_provisioned.logical_id(*path), "", f"dynamodb:table:{dimension}CapacityUnits")

@@ -14,6 +14,7 @@ from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
     BUDGETS,
+    DOCUMENTS,
     IDEMPOTENCY_TABLE,
     JOBS_TABLE,
     OPENAI_SECRET,
@@ -32,6 +33,12 @@ from shared import resources as r
 
 pytestmark = pytest.mark.infra
 
+DOCUMENT_LIMITS = {
+    "MAX_DOCUMENT_BYTES",
+    "MAX_EXTRACTED_BYTES",
+    "MAX_DOCUMENT_PAGES",
+    "DOCUMENT_RETENTION_DAYS",
+}
 # Where each function's constructs live (the capability that creates it).
 HOME = {
     FunctionName.SUBMIT: API,
@@ -48,16 +55,19 @@ HOME = {
     FunctionName.BUDGET: BUDGETS,
     FunctionName.WS_FOLLOW: STREAMING,
     FunctionName.OUTPUT_PUSHER: STREAMING,
+    FunctionName.DOCUMENTS: DOCUMENTS,
+    FunctionName.INGEST: DOCUMENTS,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
-# The one function the project did not write: aws-cdk-lib's BucketDeployment handler, which copies
-# the console into its bucket at deploy time (tests/infra/test_console.py checks its role).
-DEPLOYMENT_HANDLER = "CustomCDKBucketDeployment"
+# The functions the project did not write: aws-cdk-lib's BucketDeployment handler, which copies
+# the console into its bucket at deploy time (tests/infra/test_console.py checks its role), and its
+# BucketNotificationsHandler, which sets the documents bucket's notification at deploy time.
+CDK_HANDLERS = ("CustomCDKBucketDeployment", "BucketNotificationsHandler")
 
 
 def _ours(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in resources.items() if not k.startswith(DEPLOYMENT_HANDLER)}
+    return {k: v for k, v in resources.items() if not k.startswith(CDK_HANDLERS)}
 
 
 # Exactly the variables each function's settings read (besides Powertools').
@@ -67,6 +77,8 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_IDEMPOTENCY_TABLE,
         r.ENV_PAYLOAD_BUCKET,
         r.ENV_BUDGETS_TABLE,
+        r.ENV_DOCUMENTS_TABLE,
+        r.ENV_DOCUMENTS_BUCKET,
         "DEFAULT_MONTHLY_TOKENS",
         "SUBMITS_PER_MINUTE",
         "MAX_ATTEMPTS",
@@ -124,6 +136,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_JOBS_QUEUE_URL,
         r.ENV_ISOLATION_QUEUE_URL,
         r.ENV_BUDGETS_TABLE,
+        r.ENV_DOCUMENTS_TABLE,
         "DISPATCH_GRACE_SECONDS",
         "SWEEP_LOOK_SECONDS",
         "LEASE_SECONDS",
@@ -140,6 +153,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_WEBHOOKS_TABLE,
         r.ENV_WEBHOOKS_QUEUE_URL,
         r.ENV_BUDGETS_TABLE,
+        r.ENV_DOCUMENTS_TABLE,
     },
     FunctionName.WEBHOOK_SENDER: {
         r.ENV_WEBHOOKS_TABLE,
@@ -156,6 +170,20 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_CONNECTIONS_ENDPOINT,
     },
     FunctionName.OUTPUT_PUSHER: {r.ENV_CONNECTIONS_TABLE, r.ENV_CONNECTIONS_ENDPOINT},
+    FunctionName.DOCUMENTS: {
+        r.ENV_DOCUMENTS_TABLE,
+        r.ENV_DOCUMENTS_BUCKET,
+        r.ENV_CURSOR_SECRET,
+        "POLL_AFTER_SECONDS",
+        *DOCUMENT_LIMITS,
+    },
+    FunctionName.INGEST: {
+        r.ENV_DOCUMENTS_TABLE,
+        r.ENV_DOCUMENTS_BUCKET,
+        r.ENV_INGEST_DLQ_URL,
+        "EXTRACTION_MEMORY_MB",
+        *DOCUMENT_LIMITS,
+    },
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
@@ -171,6 +199,7 @@ TRACED = {
     FunctionName.NOTIFIER,
     FunctionName.WEBHOOK_SENDER,
     FunctionName.OUTPUT_PUSHER,
+    FunctionName.INGEST,
 }
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
@@ -282,11 +311,14 @@ def test_a_role_is_granted_only_what_its_function_can_reach(synthesized, functio
             # Then every resource is one of the app's, and one the function can reach
             assert granted, f"{resource} is not a resource of this app"
             assert granted <= reachable, f"{function.value} cannot reach {granted - reachable}: {statement}"
-            # And a wildcard only ends a named key prefix, or one stage and method's @connections:
-            # never every object of a bucket, every index of a table or every stage of an API
+            # And a wildcard only ends a named key prefix, stands for the ids in one named part of
+            # such a prefix (`documents/*/text`), or ends one stage and method's @connections: never
+            # every object of a bucket, every index of a table or every stage of an API
             text = _literal(resource)
             if "*" in text:
-                assert re.search(r"/(?!index/)[A-Za-z0-9_-]+/\*$|/[A-Z]+/@connections/\*$", text), resource
+                assert re.search(
+                    r"/(?!index/)[A-Za-z0-9_-]+/\*$|/[A-Za-z0-9_-]+/\*/[a-z]+$|/[A-Z]+/@connections/\*$", text
+                ), resource
 
 
 def test_only_cdks_own_handler_has_wildcard_actions(synthesized):
@@ -441,7 +473,7 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 9  # jobs, isolation and webhooks with their DLQs, three failure queues
+    assert len(queues) == 11  # jobs, isolation, webhooks and ingest with their DLQs, three failure queues
     assert protected == set(queues)
     for queue in queues.values():
         assert (

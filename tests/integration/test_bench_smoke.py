@@ -33,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost,longinput,coldstart",
+            "worker,cost,longinput,coldstart,ingest,documentsubmit",
             "--out-dir",
             str(out_dir),
         ],
@@ -107,8 +107,8 @@ def test_cost_prices_provisioned_capacity_beside_on_demand(report: tuple[dict[st
     }
     dynamo = provisioned["dynamodbUsdPerMillionJobs"]
     assert 0 < dynamo["provisioned"] < dynamo["onDemand"]
-    # And the idle floor of provisioned capacity is stated (6 scaled tables and 4 indexes)
-    assert provisioned["fixedMonthly"]["scaledResources"] == 10
+    # And the idle floor of provisioned capacity is stated (7 scaled tables and 5 indexes)
+    assert provisioned["fixedMonthly"]["scaledResources"] == 12
     assert _positive(provisioned["fixedMonthly"]["totalUsdPerMonth"])
     assert "Provisioned capacity (`billingMode=provisioned`)" in markdown
 
@@ -203,7 +203,15 @@ def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(
     assert set(logs["systemLogLevels"].values()) == {"WARN"}
     assert logs["platformBytesPerJob"] == 0
     # And only the traced functions' invocations are traces (the API functions do not trace)
-    assert logs["traced"] == ["notifier", "output_pusher", "relay", "sweeper", "webhook_sender", "worker"]
+    assert logs["traced"] == [
+        "ingest",
+        "notifier",
+        "output_pusher",
+        "relay",
+        "sweeper",
+        "webhook_sender",
+        "worker",
+    ]
     (xray,) = [ln for ln in document["cost"]["designs"]["httpApi"]["lines"] if ln["service"] == "X-Ray"]
     traced = sum(count for name, count in per_job["invocations"].items() if name in logs["traced"])
     assert xray["quantityPerJob"] == pytest.approx(round(traced * 0.05, 4), abs=0.01)
@@ -251,3 +259,28 @@ def test_long_input_section_counts_steps_calls_and_units(report: tuple[dict[str,
     assert any(row["item"] == "JOB/STEP" for row in section["dynamodb"])
     assert _positive(section["usdPerJob"])
     assert "A 1 MiB summarize in steps" in markdown
+
+
+def test_ingest_section_times_a_pdf_per_page_and_per_megabyte(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the ingest benchmark (a 3-page PDF, one extraction)
+    document, markdown = report
+    section = document["ingest"]
+    # Then the PDF's pages were all read, and its time is given per page and per MB
+    assert section["pdf"]["pages"] == 3
+    assert _positive(section["pdf"]["textBytes"])
+    assert _positive(section["pdf"]["msPerPage"])
+    assert _positive(section["pdf"]["msPerMegabyte"])
+    assert section["markdown"]["bytes"] > 8_000_000
+    assert "Ingest: a document's text" in markdown
+
+
+def test_document_submit_section_times_a_submit_on_a_document_beside_inline_text(
+    report: tuple[dict[str, Any], str],
+) -> None:
+    # Given a smoke run of the document submit benchmark (a small document, one pair of submits)
+    document, markdown = report
+    section = document["documentsubmit"]
+    # Then both submits were accepted and timed, the document's by its size
+    assert section["document"]["seconds"]["n"] == section["inline"]["seconds"]["n"] == 1
+    assert section["document"]["bytes"] > 50_000
+    assert "Submit on a document" in markdown

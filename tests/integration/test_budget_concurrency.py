@@ -37,6 +37,7 @@ from shared.job import Caller
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.prompts import template_for
+from tests.document_fakes import InMemoryDocumentObjects, InMemoryDocumentRepository
 from tests.support.answers import QUIET_METRICS
 from tests.support.aws import REGION
 from tests.support.storage import Storage
@@ -134,6 +135,8 @@ def _deps(resources: TestResources, ledger: DynamoBudgetLedger, client: DynamoDB
         DynamoS3PayloadStore(client, lambda: boto3.client("s3"), resources.jobs_table, resources.bucket),
         SystemClock(),
         ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
     )
 
 

@@ -50,6 +50,21 @@ ELSEWHERE: dict[tuple[str, int], tuple[str, str]] = {
         "tests/e2e/test_cli_login.py",
         "test_local_token_prints_one_id_token_for_scripts",
     ),
+    # A document's upload and ingest need the upload front, the notification and the ingest.
+    **{
+        (command, code): ("tests/e2e/test_cli_documents.py", test)
+        for command, code, test in (
+            ("documents upload", ExitCode.OK, "test_upload_then_summarize_the_document_then_delete_it"),
+            ("documents upload", ExitCode.FAILED, "test_a_rejected_upload_exits_1_with_its_code"),
+            ("documents upload", ExitCode.ERROR, "test_an_unknown_type_is_a_usage_error"),
+            ("documents show", ExitCode.OK, "test_upload_then_summarize_the_document_then_delete_it"),
+            ("documents show", ExitCode.ERROR, "test_upload_then_summarize_the_document_then_delete_it"),
+            ("documents list", ExitCode.OK, "test_upload_then_summarize_the_document_then_delete_it"),
+            ("documents list", ExitCode.ERROR, "test_a_foreign_cursor_or_document_is_an_error"),
+            ("documents delete", ExitCode.OK, "test_upload_then_summarize_the_document_then_delete_it"),
+            ("documents delete", ExitCode.ERROR, "test_a_foreign_cursor_or_document_is_an_error"),
+        )
+    },
 }
 
 

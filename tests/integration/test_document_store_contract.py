@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from shared.adapters.dynamodb_documents import DynamoDocumentRepository
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository, pin_shard
 from shared.adapters.s3_documents import S3DocumentObjects
 from shared.adapters.sqs_dead_letters import SqsDeadLetterQueue
 from shared.documents.keys import DocumentPart, object_key
@@ -38,6 +38,7 @@ from tests.support.aws import REGION, DocumentResources, create_document_resourc
 pytestmark = pytest.mark.integration
 
 UPLOAD = Upload(etag="etag-1", bytes=1000)
+READY_FACTS = ReadyFacts(pages=1, bytes=1000, text_bytes=10, sha256="0" * 64)
 LATER = CREATED + timedelta(minutes=1)
 
 
@@ -156,6 +157,95 @@ def test_a_transition_of_no_document_is_refused_and_creates_nothing(repository: 
     assert repository.get(OWNER, document.document_id) is None
 
 
+def test_the_list_is_the_owners_newest_first_in_pages(repository: DocumentRepository) -> None:
+    made = [document_record(created_at=CREATED + timedelta(seconds=n)) for n in range(3)]
+    for document in made:
+        repository.create(document)
+    repository.create(document_record(Caller(tenant="acme", sub="bob-sub")))
+    now = CREATED + timedelta(days=1)
+
+    first = repository.list_page(OWNER, 2, None, now)
+    assert [d.document_id for d in first.items] == [made[2].document_id, made[1].document_id]
+    assert first.next_position is not None
+    second = repository.list_page(OWNER, 2, first.next_position, now)
+    assert [d.document_id for d in second.items] == [made[0].document_id]
+    assert second.next_position is None
+
+
+def test_the_list_leaves_expired_documents_out(repository: DocumentRepository) -> None:
+    old = document_record(created_at=CREATED - timedelta(days=40))
+    repository.create(old)
+
+    assert repository.list_page(OWNER, 10, None, CREATED).items == []
+
+
+def test_delete_removes_an_unpinned_document(repository: DocumentRepository) -> None:
+    document = document_record()
+    repository.create(document)
+
+    repository.delete(OWNER, document.document_id)
+
+    assert repository.get(OWNER, document.document_id) is None
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.delete(OWNER, document.document_id)
+    assert refused.value.current is None
+
+
+def test_delete_refuses_a_pinned_document_and_says_so(repository: DocumentRepository) -> None:
+    document = document_record(pinned_by=frozenset({"job-1"}))
+    repository.create(document)
+
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.delete(OWNER, document.document_id)
+
+    assert refused.value.current == document
+    assert repository.get(OWNER, document.document_id) == document
+
+
+def test_pins_are_a_set_of_jobs_and_only_a_ready_document_takes_one(repository: DocumentRepository) -> None:
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    awaiting = document_record()
+    repository.create(ready)
+    repository.create(awaiting)
+
+    repository.pin(OWNER, ready.document_id, "job-1", LATER)
+    repository.pin(OWNER, ready.document_id, "job-1", LATER)  # a retried submit: no second pin
+    repository.pin(OWNER, ready.document_id, "job-2", LATER)
+    assert repository.get(OWNER, ready.document_id).pinned_by == {"job-1", "job-2"}  # type: ignore[union-attr]
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.pin(OWNER, awaiting.document_id, "job-3", LATER)
+    assert refused.value.current == awaiting
+    with pytest.raises(DocumentConflictError) as missing:
+        repository.pin(OWNER, document_record().document_id, "job-3", LATER)
+    assert missing.value.current is None
+
+    repository.unpin(OWNER, ready.document_id, "job-1")
+    repository.unpin(OWNER, ready.document_id, "job-1")  # a redelivered terminal record
+    repository.unpin(OWNER, ready.document_id, "job-2")
+    repository.unpin(OWNER, document_record().document_id, "job-9")  # no such document: nothing
+    assert repository.get(OWNER, ready.document_id).pinned_by == frozenset()  # type: ignore[union-attr]
+    assert repository.get(OWNER, document_record().document_id) is None
+    repository.delete(OWNER, ready.document_id)
+
+
+def test_pinned_documents_are_due_for_a_check_until_no_pin_is_left(repository: DocumentRepository) -> None:
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    repository.create(ready)
+    shard = pin_shard(ready.document_id)
+    repository.pin(OWNER, ready.document_id, "job-1", LATER)
+
+    assert repository.pins_due(shard, CREATED, 10) == []  # not due yet
+    assert repository.pins_due(shard, LATER, 10) == [(OWNER, ready.document_id)]
+    repository.reschedule_pin_check(OWNER, ready.document_id, LATER + timedelta(minutes=5))
+    assert repository.pins_due(shard, LATER, 10) == []
+    repository.unpin(OWNER, ready.document_id, "job-1")
+    due = LATER + timedelta(minutes=5)
+    assert repository.pins_due(shard, due, 10) == [(OWNER, ready.document_id)]  # until the sweeper looks
+    repository.reschedule_pin_check(OWNER, ready.document_id, due + timedelta(minutes=5))
+    assert repository.pins_due(shard, due + timedelta(days=1), 10) == []  # no pin left: out of the index
+    repository.reschedule_pin_check(OWNER, document_record().document_id, due)  # gone: nothing
+
+
 # --- the objects ---------------------------------------------------------------------------------
 
 
@@ -205,6 +295,19 @@ def test_the_text_is_stored_beside_the_original(objects: ObjectsUnderTest) -> No
 
     assert objects.objects.read_text(OWNER, document_id) == text
     assert objects.objects.read_text(Caller(tenant="other", sub="x"), document_id) is None
+
+
+def test_delete_removes_the_original_and_the_text(objects: ObjectsUnderTest) -> None:
+    document_id = document_record().document_id
+    upload = objects.upload(OWNER, document_id, b"file")
+    objects.objects.put_text(OWNER, document_id, b"text", hashlib.sha256(b"text").hexdigest())
+
+    objects.objects.delete(OWNER, document_id)
+    objects.objects.delete(OWNER, document_id)  # again: harmless
+
+    assert objects.objects.read_text(OWNER, document_id) is None
+    with pytest.raises(OriginalMissingError):
+        objects.objects.read_original(OWNER, document_id, upload)
 
 
 def test_the_s3_text_carries_its_sha256(documents: DocumentResources, moto_endpoint: str) -> None:

@@ -129,3 +129,21 @@ def test_a_half_written_template_is_read_again_later(tmp_path: Path, queue_url: 
     enforcement.poll()
 
     assert lines[0].startswith("[iam] the template changed, but its roles could not be read yet")
+
+
+def test_a_request_signed_by_a_roles_key_is_authorized_as_that_role_and_a_refusal_is_logged(
+    tmp_path: Path, queue_url: str
+) -> None:
+    # Given a role that may send to the queue, and nothing else (the upload front asks this way)
+    lines: list[str] = []
+    enforcement, _ = _enforcement(tmp_path, lines, queue_url)
+    queue = f"arn:aws:sqs:{REGION}:123456789012:{QUEUE}"
+    key = access_key_id("WorkerRole")
+
+    # Then what the role allows passes, and what it does not is refused and recorded as a denial
+    assert enforcement.authorize(key, "sqs:SendMessage", queue, "sqs.SendMessage")
+    assert not enforcement.authorize(key, "s3:PutObject", "arn:aws:s3:::bucket/key", "s3.PostObject")
+    assert not enforcement.authorize("ASIAUNKNOWN", "sqs:SendMessage", queue, "sqs.SendMessage")
+    state = {"iam": enforcement.describe()}
+    assert denial_count(state) == 1
+    assert "s3:PutObject" in denial_summary(state)[0]

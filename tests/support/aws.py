@@ -24,10 +24,14 @@ class TestResources:
     cursor_secret_arn: str
     budgets_table: str
     output_events_table: str
+    documents_table: str = ""
+    documents_bucket: str = ""
 
     def environment(self) -> dict[str, str]:
         """The environment the CDK app gives the API functions, for these resources."""
         return {
+            r.ENV_DOCUMENTS_TABLE: self.documents_table,
+            r.ENV_DOCUMENTS_BUCKET: self.documents_bucket,
             r.ENV_JOBS_TABLE: self.jobs_table,
             r.ENV_IDEMPOTENCY_TABLE: self.idempotency_table,
             r.ENV_PAYLOAD_BUCKET: self.bucket,
@@ -145,7 +149,11 @@ def create_resources(endpoint: str) -> TestResources:
     secret = boto3.client("secretsmanager", endpoint_url=endpoint, region_name=REGION).create_secret(
         Name=f"cursor-{suffix}", SecretString=secrets.token_urlsafe(32)
     )
+    dynamodb.create_table(**documents_table_definition(f"documents-{suffix}"))
+    boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=f"documents-{suffix}")
     return TestResources(
+        documents_table=f"documents-{suffix}",
+        documents_bucket=f"documents-{suffix}",
         jobs_table=names.jobs_table,
         idempotency_table=names.idempotency_table,
         bucket=names.bucket,
@@ -240,7 +248,23 @@ def documents_table_definition(name: str) -> dict[str, Any]:
         ],
         "AttributeDefinitions": [
             {"AttributeName": key, "AttributeType": "S"}
-            for key in (r.DOCUMENTS_PARTITION_KEY, r.DOCUMENTS_SORT_KEY, r.DOCUMENTS_LIST_INDEX_SORT)
+            for key in (
+                r.DOCUMENTS_PARTITION_KEY,
+                r.DOCUMENTS_SORT_KEY,
+                r.DOCUMENTS_LIST_INDEX_SORT,
+                r.DOCUMENTS_PIN_INDEX_PARTITION,
+                r.DOCUMENTS_PIN_INDEX_SORT,
+            )
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": r.DOCUMENTS_PIN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": r.DOCUMENTS_PIN_INDEX_PARTITION, "KeyType": "HASH"},
+                    {"AttributeName": r.DOCUMENTS_PIN_INDEX_SORT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
         ],
         "LocalSecondaryIndexes": [
             {

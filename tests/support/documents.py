@@ -1,7 +1,7 @@
 """Files for the documents tests, made by the tests themselves: no binary of unknown origin.
 
-PDFs are written with pypdf (the library that reads them in the ingest): a page's text is a
-content stream showing a string in Helvetica, one of the fonts every PDF reader has built in.
+PDFs are written with pypdf by outlast.documents (which the benchmarks use too): a page's text is
+a content stream showing a string in Helvetica, one of the fonts every PDF reader has built in.
 docx files are zip archives of the few parts Word needs, written with zipfile.
 """
 
@@ -11,17 +11,10 @@ import io
 import zipfile
 from collections.abc import Iterable
 
-from pypdf import PdfWriter
-from pypdf.generic import ContentStream, DictionaryObject, NameObject
+from outlast.documents import numbered_pages, pdf
 
-PAGE_WIDTH, PAGE_HEIGHT = 612, 792  # US Letter, in points
-_FONT = DictionaryObject(
-    {
-        NameObject("/Type"): NameObject("/Font"),
-        NameObject("/Subtype"): NameObject("/Type1"),
-        NameObject("/BaseFont"): NameObject("/Helvetica"),
-    }
-)
+__all__ = ["MARKDOWN", "document_xml", "docx", "docx_bomb", "numbered_pages", "pdf"]
+
 WORD_NAMESPACE = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 DOCX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
 _CONTENT_TYPES = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
@@ -35,39 +28,6 @@ _RELATIONSHIPS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <Relationship Id="rId1" Target="word/document.xml"
  Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"/>
 </Relationships>"""
-
-
-def _pdf_string(text: str) -> str:
-    return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
-
-
-def pdf(pages: Iterable[str | None], *, password: str | None = None) -> bytes:
-    """A PDF with one page per item: its text (one line per line), or a blank page for None."""
-    writer = PdfWriter()
-    for text in pages:
-        page = writer.add_blank_page(PAGE_WIDTH, PAGE_HEIGHT)
-        if text is None:
-            continue
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): _FONT})}
-        )
-        lines = " T* ".join(f"{_pdf_string(line)} Tj" for line in text.splitlines())
-        content = ContentStream(None, writer)
-        content.set_data(f"BT /F1 11 Tf 14 TL 72 720 Td {lines} ET".encode("latin-1"))
-        page.replace_contents(content)
-    if password is not None:
-        writer.encrypt(user_password=password, algorithm="RC4-128")
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return buffer.getvalue()
-
-
-def numbered_pages(count: int, words_per_page: int = 40) -> list[str]:
-    """Page texts that say which page they are, so a test can find each in the extracted text."""
-    return [
-        f"Page {n} of {count}. " + " ".join(f"word{n}x{w}" for w in range(words_per_page))
-        for n in range(1, count + 1)
-    ]
 
 
 def document_xml(paragraphs: Iterable[str]) -> str:

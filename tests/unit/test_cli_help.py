@@ -55,6 +55,7 @@ def test_the_top_level_help_reads_like_ghs():
         "list",
         "watch",
         "budget",
+        "documents",
     ]
     # The old operator spellings work but are not advertised
     listed = {line.split(":")[0].strip() for line in lines if line.startswith("  ") and ":" in line}

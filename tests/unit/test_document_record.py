@@ -44,7 +44,9 @@ def test_the_stages_maximum_holds_whatever_was_declared():
 
 def test_the_owners_view_of_a_ready_document():
     ready = ReadyFacts(pages=3, bytes=1000, text_bytes=420, sha256="ab" * 32)
-    document = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=ready, pins=2)
+    document = document_record(
+        status=DocumentStatus.READY, upload=UPLOAD, ready=ready, pinned_by=frozenset({"a", "b"})
+    )
 
     wire = document.status_document().to_wire()
 

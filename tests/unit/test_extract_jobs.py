@@ -36,6 +36,7 @@ from shared.planner import (
 from shared.problems import problem_for_error
 from shared.prompts import MAP_TEMPLATES, REDUCE_TEMPLATES, template_for
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentObjects, InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
 from tests.unit.test_status_service import deps_with
 from tests.unit.test_submit_service import settings as submit_settings
@@ -104,6 +105,8 @@ def submit_deps(
         payloads=payloads,
         clock=clock,
         budgets=InMemoryBudgetLedger(),
+        documents=InMemoryDocumentRepository(),
+        document_objects=InMemoryDocumentObjects(),
     )
 
 

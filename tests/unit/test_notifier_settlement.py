@@ -7,13 +7,15 @@ from typing import Any
 
 import pytest
 
-from functions.notifier.settlement import settle_record, terminal_job
+from functions.notifier.settlement import settle_record, terminal_job, unpin_record
 from shared import resources as r
 from shared.adapters.dynamo_items import job_to_item
 from shared.budgets import ReservationRef, new_reservation
-from shared.job import BudgetHold, JobRecord, Usage
+from shared.documents.types import DocumentStatus
+from shared.job import BudgetHold, Caller, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentRepository, document_record
 from tests.fakes import job_record
 
 NOW = datetime(2030, 1, 31, 23, 59, tzinfo=UTC)
@@ -118,3 +120,30 @@ def test_a_redriven_run_settles_its_own_reservation(ledger: InMemoryBudgetLedger
 
     assert ledger.counter("acme", "2030-01").used == 500  # 800 in all, less the 300 run 0 settled
     assert ledger.reservations == {}
+
+
+def test_a_terminal_write_of_a_job_on_a_document_unpins_it_once() -> None:
+    documents = InMemoryDocumentRepository()
+    job = job_record(NOW, tenant="acme")
+    owner = Caller(tenant=job.tenant, sub=job.owner)
+    document = document_record(owner, status=DocumentStatus.READY, pinned_by=frozenset({job.job_id, "other"}))
+    documents.create(document)
+    on_document = job.model_copy(update={"document_id": document.document_id, "document_sha256": "0" * 64})
+
+    unpin_record(documents, _record(on_document.model_copy(update={"status": JobStatus.RUNNING}), "claim"))
+    assert documents.get(owner, document.document_id).pinned_by == {job.job_id, "other"}  # type: ignore[union-attr]
+
+    terminal = _record(on_document.model_copy(update={"status": JobStatus.SUCCEEDED}), "terminal")
+    unpin_record(documents, terminal)
+    unpin_record(documents, terminal)  # redelivered
+    assert documents.get(owner, document.document_id).pinned_by == {"other"}  # type: ignore[union-attr]
+
+
+def test_a_terminal_write_of_a_job_on_text_touches_no_document() -> None:
+    documents = InMemoryDocumentRepository()
+
+    unpin_record(
+        documents, _record(job_record(NOW).model_copy(update={"status": JobStatus.FAILED}), "terminal")
+    )
+
+    assert documents.writes == []

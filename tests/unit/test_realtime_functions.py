@@ -27,6 +27,7 @@ from shared.realtime import CONNECT_GRACE, Connection, RouteEvent, ticket_hash
 from shared.realtime_ports import PostOutcome
 from shared.webhooks.deliveries import DeliveryEnqueuer
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentRepository
 from tests.fakes import FakeClock, job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
 from tests.support.events import job_stream_record as _record
@@ -203,6 +204,7 @@ def _notify(store, gateway, records: list[dict[str, Any]], clock: FakeClock) -> 
             webhooks=_no_webhooks(),
             budgets=InMemoryBudgetLedger(),
             clock=clock,
+            documents=InMemoryDocumentRepository(),
         ),
         records,
     )
@@ -327,6 +329,7 @@ class TestNotifier:
                 webhooks=_no_webhooks(),
                 budgets=InMemoryBudgetLedger(),
                 clock=clock,
+                documents=InMemoryDocumentRepository(),
             ),
             records,
         )

@@ -22,6 +22,8 @@ STORAGE = {
     r.ENV_IDEMPOTENCY_TABLE: "idempotency",
     r.ENV_PAYLOAD_BUCKET: "payloads",
     r.ENV_BUDGETS_TABLE: "budgets",
+    r.ENV_DOCUMENTS_TABLE: "documents",
+    r.ENV_DOCUMENTS_BUCKET: "documents",
 }
 
 

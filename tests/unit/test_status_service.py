@@ -28,6 +28,7 @@ from shared.lifecycle import JobStatus
 from shared.output import START, OutputCursor, OutputEvent
 from shared.ports import Lease, Transition, TransitionConflictError
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentObjects, InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
 from tests.output_fakes import InMemoryOutputEventStore
 
@@ -46,6 +47,8 @@ def status_settings() -> StatusSettings:
             r.ENV_PAYLOAD_BUCKET: "payloads",
             r.ENV_CURSOR_SECRET: "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor",
             r.ENV_BUDGETS_TABLE: "budgets",
+            r.ENV_DOCUMENTS_TABLE: "documents",
+            r.ENV_DOCUMENTS_BUCKET: "documents",
             r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
         }
     )
@@ -582,12 +585,16 @@ class TestList:
                     r.ENV_IDEMPOTENCY_TABLE: "i",
                     r.ENV_PAYLOAD_BUCKET: "b",
                     r.ENV_BUDGETS_TABLE: "g",
+                    r.ENV_DOCUMENTS_TABLE: "d",
+                    r.ENV_DOCUMENTS_BUCKET: "d",
                 }
             ),
             repository=repository,
             payloads=payloads,
             clock=clock,
             budgets=InMemoryBudgetLedger(),
+            documents=InMemoryDocumentRepository(),
+            document_objects=InMemoryDocumentObjects(),
         )
         body = SubmitRequest.model_validate({"operation": "summarize", "input": {"text": "x"}})
         submitted = [submit_job(submit_deps, ALICE, body, f"key-{n}").job.job_id for n in range(3)]

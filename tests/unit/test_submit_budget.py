@@ -34,6 +34,7 @@ from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.prompts import template_for
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentObjects, InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore
 
 ALICE = Caller(tenant="acme", sub="alice")
@@ -57,6 +58,8 @@ def settings(**env: str) -> SubmitSettings:
             r.ENV_IDEMPOTENCY_TABLE: "idempotency",
             r.ENV_PAYLOAD_BUCKET: "payloads",
             r.ENV_BUDGETS_TABLE: "budgets",
+            r.ENV_DOCUMENTS_TABLE: "documents",
+            r.ENV_DOCUMENTS_BUCKET: "documents",
             "DEFAULT_MONTHLY_TOKENS": str(3 * BOUND),
             **env,
         }
@@ -75,7 +78,15 @@ def deps(
     clock: FakeClock,
     ledger: InMemoryBudgetLedger,
 ) -> SubmitDependencies:
-    return SubmitDependencies(settings(), repository, payloads, clock, ledger)
+    return SubmitDependencies(
+        settings(),
+        repository,
+        payloads,
+        clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
+    )
 
 
 def submit(
@@ -124,7 +135,17 @@ def test_the_submit_order_is_claim_rate_reserve_input_job(clock: FakeClock) -> N
             order.append("reserve")
             return super().reserve(reservation, limit)
 
-    submit(SubmitDependencies(settings(), Repository(), Payloads(), clock, Ledger()))
+    submit(
+        SubmitDependencies(
+            settings(),
+            Repository(),
+            Payloads(),
+            clock,
+            Ledger(),
+            InMemoryDocumentRepository(),
+            InMemoryDocumentObjects(),
+        )
+    )
 
     assert order == ["claim", "rate", "reserve", "input", "job"]
 
@@ -161,7 +182,13 @@ def test_a_refused_submit_retried_once_budget_is_free_starts_fresh(
     deps: SubmitDependencies, ledger: InMemoryBudgetLedger
 ) -> None:
     deps_full = SubmitDependencies(
-        settings(DEFAULT_MONTHLY_TOKENS=str(BOUND - 1)), deps.repository, deps.payloads, deps.clock, ledger
+        settings(DEFAULT_MONTHLY_TOKENS=str(BOUND - 1)),
+        deps.repository,
+        deps.payloads,
+        deps.clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
     )
     with pytest.raises(BudgetExceededError):
         submit(deps_full, key="later")
@@ -198,7 +225,15 @@ def test_a_rate_limited_submit_reserves_nothing(
     clock: FakeClock,
     ledger: InMemoryBudgetLedger,
 ) -> None:
-    deps = SubmitDependencies(settings(SUBMITS_PER_MINUTE="1"), repository, payloads, clock, ledger)
+    deps = SubmitDependencies(
+        settings(SUBMITS_PER_MINUTE="1"),
+        repository,
+        payloads,
+        clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
+    )
     submit(deps, key="first")
 
     with pytest.raises(RateLimitedError):
@@ -220,7 +255,15 @@ def test_a_retry_after_a_crash_finds_its_reservation_made(
                 raise StorageUnavailableError("Storage is busy; retry shortly.")
             super().put_input(job_input, location, expires_at)
 
-    deps = SubmitDependencies(settings(), InMemoryJobRepository(), InputFailsOnce(), clock, ledger)
+    deps = SubmitDependencies(
+        settings(),
+        InMemoryJobRepository(),
+        InputFailsOnce(),
+        clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
+    )
     clock.set(datetime(2030, 1, 31, 23, 59, 58, tzinfo=UTC))
     with pytest.raises(StorageUnavailableError):
         submit(deps)
@@ -251,7 +294,15 @@ def test_a_retry_completing_a_crashed_submit_holds_the_stored_reservation_not_a_
                 raise StorageUnavailableError("Storage is busy; retry shortly.")
             super().put_input(job_input, location, expires_at)
 
-    deps = SubmitDependencies(settings(), InMemoryJobRepository(), InputFailsOnce(), clock, ledger)
+    deps = SubmitDependencies(
+        settings(),
+        InMemoryJobRepository(),
+        InputFailsOnce(),
+        clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
+    )
     with pytest.raises(StorageUnavailableError):
         submit(deps)
     [(ref, made)] = ledger.reservations.items()
@@ -277,7 +328,15 @@ def test_a_tenant_without_a_limit_pays_no_budget_write(
     clock: FakeClock,
     ledger: InMemoryBudgetLedger,
 ) -> None:
-    deps = SubmitDependencies(settings(DEFAULT_MONTHLY_TOKENS="0"), repository, payloads, clock, ledger)
+    deps = SubmitDependencies(
+        settings(DEFAULT_MONTHLY_TOKENS="0"),
+        repository,
+        payloads,
+        clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
+    )
 
     job = submit(deps).job
 
@@ -316,7 +375,13 @@ def test_a_long_job_reserves_every_step(deps: SubmitDependencies, ledger: InMemo
     text = "\n\n".join(f"Paragraph {n}. " + "word " * 2_000 for n in range(4))
     body = {"operation": "summarize", "input": {"text": text}}
     big = SubmitDependencies(
-        settings(DEFAULT_MONTHLY_TOKENS="10000000"), deps.repository, deps.payloads, deps.clock, ledger
+        settings(DEFAULT_MONTHLY_TOKENS="10000000"),
+        deps.repository,
+        deps.payloads,
+        deps.clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
     )
 
     job = submit(big, body=body).job

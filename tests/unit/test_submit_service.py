@@ -25,6 +25,7 @@ from shared.lifecycle import JobStatus
 from shared.ports import Lease, Transition
 from shared.prompts import template_for
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentObjects, InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore
 
 ALICE = Caller(tenant="acme", sub="alice")
@@ -41,6 +42,8 @@ def settings(**env: str) -> SubmitSettings:
             r.ENV_IDEMPOTENCY_TABLE: "idempotency",
             r.ENV_PAYLOAD_BUCKET: "payloads",
             r.ENV_BUDGETS_TABLE: "budgets",
+            r.ENV_DOCUMENTS_TABLE: "documents",
+            r.ENV_DOCUMENTS_BUCKET: "documents",
             "SUBMITS_PER_MINUTE": "5",
             "ALLOWED_MODELS": "gpt-4o-mini,gpt-4o",
             **env,
@@ -62,6 +65,8 @@ def deps(
         payloads=payloads,
         clock=clock,
         budgets=InMemoryBudgetLedger(),
+        documents=InMemoryDocumentRepository(),
+        document_objects=InMemoryDocumentObjects(),
     )
 
 
@@ -144,7 +149,15 @@ class TestNewSubmit:
                 super().put_input(job_input, location, expires_at)
 
         submit(
-            SubmitDependencies(deps.settings, Recording(), RecordingPayloads(), deps.clock, deps.budgets),
+            SubmitDependencies(
+                deps.settings,
+                Recording(),
+                RecordingPayloads(),
+                deps.clock,
+                deps.budgets,
+                InMemoryDocumentRepository(),
+                InMemoryDocumentObjects(),
+            ),
             APART,
         )
 
@@ -285,12 +298,24 @@ class TestReplay:
     ) -> None:
         # Given a job accepted under one default model and attempt budget
         before = SubmitDependencies(
-            settings(DEFAULT_MODEL="gpt-4o-mini"), repository, payloads, clock, InMemoryBudgetLedger()
+            settings(DEFAULT_MODEL="gpt-4o-mini"),
+            repository,
+            payloads,
+            clock,
+            InMemoryBudgetLedger(),
+            InMemoryDocumentRepository(),
+            InMemoryDocumentObjects(),
         )
         first = submit(before).job
         # When a deploy changes them and the client retries
         after = SubmitDependencies(
-            settings(DEFAULT_MODEL="gpt-4o", MAX_ATTEMPTS="5"), repository, payloads, clock, before.budgets
+            settings(DEFAULT_MODEL="gpt-4o", MAX_ATTEMPTS="5"),
+            repository,
+            payloads,
+            clock,
+            before.budgets,
+            InMemoryDocumentRepository(),
+            InMemoryDocumentObjects(),
         )
         again = submit(after)
 
@@ -405,7 +430,15 @@ class TestReplay:
                 return super().claim_idempotency_key(record, now)
 
         repository = Racing()
-        racing = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
+        racing = SubmitDependencies(
+            settings(),
+            repository,
+            payloads,
+            clock,
+            InMemoryBudgetLedger(),
+            InMemoryDocumentRepository(),
+            InMemoryDocumentObjects(),
+        )
 
         # When
         ours = submit(racing)
@@ -449,7 +482,15 @@ class TestCrashBetweenSteps:
     ) -> None:
         # Given a submit that crashed after its idempotency claim
         repository, payloads = repository_type(), payloads_type()
-        deps = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
+        deps = SubmitDependencies(
+            settings(),
+            repository,
+            payloads,
+            clock,
+            InMemoryBudgetLedger(),
+            InMemoryDocumentRepository(),
+            InMemoryDocumentObjects(),
+        )
         with pytest.raises(StorageUnavailableError):
             submit(deps, APART)
         (claim,) = repository.claims.values()
@@ -471,7 +512,18 @@ class TestCrashBetweenSteps:
         repository = self.JobWriteFailsOnce()
         payloads = InMemoryPayloadStore()
         with pytest.raises(StorageUnavailableError):
-            submit(SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger()), APART)
+            submit(
+                SubmitDependencies(
+                    settings(),
+                    repository,
+                    payloads,
+                    clock,
+                    InMemoryBudgetLedger(),
+                    InMemoryDocumentRepository(),
+                    InMemoryDocumentObjects(),
+                ),
+                APART,
+            )
 
         (claim,) = repository.claims.values()
         assert repository.jobs == {}
@@ -487,7 +539,15 @@ class TestCrashBetweenSteps:
                 raise StorageUnavailableError("Storage is busy; retry shortly.")
 
         repository = ClaimFails()
-        deps = SubmitDependencies(settings(), repository, payloads, clock, InMemoryBudgetLedger())
+        deps = SubmitDependencies(
+            settings(),
+            repository,
+            payloads,
+            clock,
+            InMemoryBudgetLedger(),
+            InMemoryDocumentRepository(),
+            InMemoryDocumentObjects(),
+        )
 
         with pytest.raises(StorageUnavailableError):
             submit(deps)
@@ -619,6 +679,8 @@ class TestModelAllowlistAfterADeploy:
             payloads=deps.payloads,
             clock=deps.clock,
             budgets=deps.budgets,
+            documents=InMemoryDocumentRepository(),
+            document_objects=InMemoryDocumentObjects(),
         )
 
     def test_an_identical_retry_replays_its_job(

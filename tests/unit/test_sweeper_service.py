@@ -18,6 +18,7 @@ from shared.job import BlobLocation, JobInput, JobRecord
 from shared.lifecycle import JobStatus
 from shared.ports import JobMessage, Lane
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
 
 GRACE = timedelta(seconds=900)
@@ -77,6 +78,7 @@ def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> Swe
             r.ENV_JOBS_QUEUE_URL: "https://q",
             r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
             r.ENV_BUDGETS_TABLE: "budgets",
+            r.ENV_DOCUMENTS_TABLE: "documents",
         }
     )
     return SweeperDependencies(
@@ -86,6 +88,7 @@ def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> Swe
         queues={Lane.SHARED: queue, Lane.ISOLATION: RecordingQueue()},
         clock=clock,
         budgets=InMemoryBudgetLedger(),
+        documents=InMemoryDocumentRepository(),
     )
 
 

@@ -21,6 +21,7 @@ from shared.webhooks.endpoints import ALL_EVENTS, Endpoint, EndpointSecrets, new
 from shared.webhooks.events import EventType
 from shared.webhooks.signing import generate_secret
 from tests.budget_fakes import InMemoryBudgetLedger
+from tests.document_fakes import InMemoryDocumentRepository
 from tests.fakes import job_record
 from tests.realtime_fakes import FakeGateway, InMemoryConnectionStore
 from tests.support.events import job_stream_record as _record
@@ -138,6 +139,7 @@ class TestTheNotifier:
             webhooks=DeliveryEnqueuer(store, queue),
             budgets=InMemoryBudgetLedger(),
             clock=SystemClock(),
+            documents=InMemoryDocumentRepository(),
         )
         notifier = BatchNotifier(deps, records)
         for record in records:

@@ -89,8 +89,12 @@ class Functions(Loops):
         model_url: str,
         local_urls: Mapping[str, str],
         stages: dict[str, tuple[str, str]],
+        by_handler: Mapping[str, Mapping[str, str]] | None = None,
     ) -> Functions:
-        """Enforce every role, then make each function's pool (environments start on first invoke)."""
+        """Enforce every role, then make each function's pool (environments start on first invoke).
+
+        `by_handler`: local-only variables for the functions with that handler string (the upload
+        front's URL for the documents function)."""
         # Always on: no function runs with broader credentials than its role.
         where = local_where(stages, resources.secrets)
         self._iam = Enforcement(template, resolver, self._roles, where, self._log)
@@ -107,14 +111,19 @@ class Functions(Loops):
         for resource in template.resources("AWS::Lambda::Function"):
             if not str(resource.properties.get("Handler", "")).startswith("functions."):
                 continue  # CDK's own helper functions (custom resources, the console's deployment)
-            spec = self._spec(template, resolver, resource, local_urls)
+            spec = self._spec(template, resolver, resource, local_urls, by_handler or {})
             echo = _prefixed(self._log, f"[{spec.name}] ") if self._verbose else None
             log = file_log(self._logs / f"{spec.logical_id}.log", echo)
             self.pools[spec.arn] = FunctionPool(spec, base, log)
         return self
 
     def _spec(
-        self, template: Template, resolver: Resolver, resource: Resource, local_urls: Mapping[str, str]
+        self,
+        template: Template,
+        resolver: Resolver,
+        resource: Resource,
+        local_urls: Mapping[str, str],
+        by_handler: Mapping[str, Mapping[str, str]],
     ) -> FunctionSpec:
         properties = resolver.resolve(resource.properties)
         variables = {
@@ -126,6 +135,7 @@ class Functions(Loops):
             **variables,
             **LOCAL_FUNCTION_ENVIRONMENT,
             **local_only,
+            **by_handler.get(str(properties["Handler"]), {}),
             **self._environment,
             **self.iam.environment(resource.logical_id),
         }

@@ -19,8 +19,9 @@ from typing import Any
 
 import boto3
 
-from outlast.local.iam.denials import DenialLog
+from outlast.local.iam.denials import Denial, DenialLog
 from outlast.local.iam.guard import Guard
+from outlast.local.iam.policy import evaluate, local_context
 from outlast.local.iam.requests import Where
 from outlast.local.iam.roles import ENV_ROLE_FILE, SECRET_ACCESS_KEY, FunctionRole, RoleFile, function_roles
 from outlast.local.template import REGION, Resolver, Template, TemplateError
@@ -81,6 +82,22 @@ class Enforcement:
         )
         Guard.of_file(self.role_file(function)).install(client.meta.events)
         return client
+
+    def authorize(self, access_key_id: str, action: str, resource: str, call: str) -> bool:
+        """Whether the role behind a local access key id allows the action on the resource; a
+        request signed by it and refused (an S3 presigned POST, checked by the upload front) is
+        recorded as that function's denial, like every call its guard refuses."""
+        role = next((r for r in self.roles.values() if r.access_key_id == access_key_id), None)
+        if role is None:
+            return False
+        context = local_context(role.role_arn, role.where.account, role.where.region)
+        decision = evaluate(role.documents, action, resource, context)
+        if not decision.allowed:
+            denial = Denial(
+                function=role.function, action=action, resource=resource, call=call, reason=decision.value
+            )
+            self.denials.record(denial)
+        return decision.allowed
 
     def poll(self) -> None:
         """Log the denials recorded since the last poll, and re-read the roles if the template changed."""

@@ -24,6 +24,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the caller's documents */
+        get: operations["listDocuments"];
+        put?: never;
+        /**
+         * Create a document and get its upload form
+         * @description Records the document AwaitingUpload and answers an S3 presigned POST, good for 10 minutes, whose policy pins the key, the declared content type and a size of at most `bytes`: send `upload.fields` as form fields and then the file as the field `file` to `upload.url`. The document then moves to Ready (its text extracted) or Rejected with a stable code.
+         */
+        post: operations["createDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/documents/{document_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a document */
+        get: operations["getDocument"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a document
+         * @description Removes the document, its file and its text; 409 document_in_use while a job reads it.
+         */
+        delete: operations["deleteDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -36,7 +78,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a job
-         * @description Accepts work for the model and answers at once; poll the Location for its status. When the caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens (403 budget_exceeded when it does not fit); the reservation is settled to the tokens used when the job ends.
+         * @description Accepts work for the model and answers at once; poll the Location for its status. When the caller's tenant has a monthly token budget, the job first reserves its upper bound of tokens (403 budget_exceeded when it does not fit); the reservation is settled to the tokens used when the job ends. With input.documentId the caller's Ready document's text is the input (404 document_not_found, 409 document_not_ready with Retry-After while it ingests), and the document cannot be deleted until the job ends.
          */
         post: operations["submitJob"];
         delete?: never;
@@ -178,6 +220,101 @@ export interface components {
             usedTokens: number;
         };
         /**
+         * ContentType
+         * @description The types a document may be declared as; any other is refused at the create (415).
+         * @enum {string}
+         */
+        ContentType: "text/plain" | "text/markdown" | "application/pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+        /**
+         * CreateDocumentRequest
+         * @description `POST /v1/documents`: the file about to be uploaded.
+         *
+         *     `contentType` is any string here, so that a type outside the list is a 415 with its own code,
+         *     not a schema error; the service checks it against ContentType.
+         */
+        CreateDocumentRequest: {
+            /**
+             * Bytes
+             * @description The file's size: the most the upload may be.
+             */
+            bytes: number;
+            /** Contenttype */
+            contentType: string;
+            /** Filename */
+            filename: string;
+        };
+        /**
+         * CreatedDocument
+         * @description What the create answers: the document's id and how to upload its file.
+         */
+        CreatedDocument: {
+            /** Documentid */
+            documentId: string;
+            status: components["schemas"]["DocumentStatus"];
+            upload: components["schemas"]["UploadForm"];
+        };
+        /**
+         * DocumentErrorDocument
+         * @description Why a document was rejected: a stable code and a message safe to show.
+         */
+        DocumentErrorDocument: {
+            code: components["schemas"]["RejectCode"];
+            /** Message */
+            message: string;
+        };
+        /**
+         * DocumentPage
+         * @description One page of the caller's documents, newest first.
+         */
+        DocumentPage: {
+            /** Items */
+            items: components["schemas"]["DocumentStatusDocument"][];
+            /** Nextcursor */
+            nextCursor: string | null;
+        };
+        /**
+         * DocumentStatus
+         * @description Where a document stands. Ready and Rejected never change again (a new upload is a new document).
+         * @enum {string}
+         */
+        DocumentStatus: "AwaitingUpload" | "Ready" | "Rejected";
+        /**
+         * DocumentStatusDocument
+         * @description Where a document stands.
+         */
+        DocumentStatusDocument: {
+            /**
+             * Bytes
+             * @description The size the create declared: the most the upload may be.
+             */
+            bytes: number;
+            contentType: components["schemas"]["ContentType"];
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Documentid */
+            documentId: string;
+            /** @description Set once the document is Rejected. */
+            error: components["schemas"]["DocumentErrorDocument"] | null;
+            /**
+             * Expiresat
+             * Format: date-time
+             */
+            expiresAt: string;
+            /** Filename */
+            filename: string;
+            /** @description Set once the document is Ready. */
+            ready: components["schemas"]["ReadyDocument"] | null;
+            status: components["schemas"]["DocumentStatus"];
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            updatedAt: string;
+        };
+        /**
          * ErrorDocument
          * @description Why a job failed: a stable code and a message safe to show.
          */
@@ -207,11 +344,16 @@ export interface components {
         };
         /**
          * JobInputBody
-         * @description The material the operation works on.
+         * @description The material the operation works on: exactly one of `text` and `documentId`.
          */
         JobInputBody: {
+            /**
+             * Documentid
+             * @description A Ready document of the caller's (POST /v1/documents): its extracted text is the input, as `text` would be.
+             */
+            documentId?: string;
             /** Text */
-            text: string;
+            text?: string;
         };
         /**
          * JobOptions
@@ -349,6 +491,35 @@ export interface components {
             totalSteps: number;
         };
         /**
+         * ReadyDocument
+         * @description What a Ready document's text is.
+         */
+        ReadyDocument: {
+            /**
+             * Bytes
+             * @description The stored file's size in bytes.
+             */
+            bytes: number;
+            /** Pages */
+            pages: number | null;
+            /**
+             * Sha256
+             * @description The extracted text's SHA-256 (hex); a job on the document records it.
+             */
+            sha256: string;
+            /**
+             * Textbytes
+             * @description The extracted text's size in UTF-8 bytes: what a job reads.
+             */
+            textBytes: number;
+        };
+        /**
+         * RejectCode
+         * @description Why a document was rejected: stable codes clients may branch on (DESIGN.md).
+         * @enum {string}
+         */
+        RejectCode: "unsupported_type" | "document_encrypted" | "document_has_no_text" | "document_too_large" | "document_unreadable";
+        /**
          * ResultDocument
          * @description The output of a Succeeded job.
          */
@@ -442,6 +613,23 @@ export interface components {
             url: string;
         };
         /**
+         * UploadForm
+         * @description An S3 presigned POST: send `fields` as form fields, then the file as the field `file`, to `url`.
+         */
+        UploadForm: {
+            /**
+             * Expiresat
+             * Format: date-time
+             */
+            expiresAt: string;
+            /** Fields */
+            fields: {
+                [key: string]: string;
+            };
+            /** Url */
+            url: string;
+        };
+        /**
          * UsageDocument
          * @description Tokens the model reported.
          */
@@ -500,6 +688,408 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: request_too_large. application/json from API Gateway when the body is over API Gateway's 10 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description application/json from API Gateway when API Gateway throttled the request (no Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            /** @description Problem: internal_error. application/json from API Gateway when the function failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: service_unavailable. application/json from API Gateway when the function timed out */
+            503: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDocuments: {
+        parameters: {
+            query?: {
+                /** @description Items read per page. */
+                limit?: number;
+                /** @description From nextCursor. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first; a page may be short while nextCursor is set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentPage"];
+                };
+            };
+            /** @description Problem: invalid_cursor, invalid_json, invalid_limit, invalid_query */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unauthorized. application/json from API Gateway when the JWT authorizer refused the token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: request_too_large. application/json from API Gateway when the body is over API Gateway's 10 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description application/json from API Gateway when API Gateway throttled the request (no Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            /** @description Problem: internal_error. application/json from API Gateway when the function failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: service_unavailable. application/json from API Gateway when the function timed out */
+            503: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateDocumentRequest"];
+            };
+        };
+        responses: {
+            /** @description Created: upload the file with the form. */
+            201: {
+                headers: {
+                    /** @description Root-relative URL of the document. */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedDocument"];
+                };
+            };
+            /** @description Problem: invalid_json, invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unauthorized. application/json from API Gateway when the JWT authorizer refused the token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: document_too_large, request_too_large. application/json from API Gateway when the body is over API Gateway's 10 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unsupported_document_type, unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description application/json from API Gateway when API Gateway throttled the request (no Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            /** @description Problem: internal_error. application/json from API Gateway when the function failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: service_unavailable. application/json from API Gateway when the function timed out */
+            503: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The document id (a UUID). */
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document; Retry-After while it awaits its upload or its text. */
+            200: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentStatusDocument"];
+                };
+            };
+            /** @description Problem: invalid_document_id, invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unauthorized. application/json from API Gateway when the JWT authorizer refused the token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: document_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: request_too_large. application/json from API Gateway when the body is over API Gateway's 10 MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unsupported_media_type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description application/json from API Gateway when API Gateway throttled the request (no Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                };
+            };
+            /** @description Problem: internal_error. application/json from API Gateway when the function failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: service_unavailable. application/json from API Gateway when the function timed out */
+            503: {
+                headers: {
+                    /** @description Delta-seconds to wait before polling again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The document id (a UUID). */
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Problem: invalid_document_id, invalid_json */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: unauthorized. application/json from API Gateway when the JWT authorizer refused the token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GatewayMessage"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: document_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: document_in_use */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -710,7 +1300,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: idempotency_key_reused */
+            /** @description Problem: document_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: document_not_ready, idempotency_key_reused */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.errors import ConditionFailedError
+from shared.fairness import message_group
 from shared.lifecycle import TERMINAL, JobStatus
 
 if TYPE_CHECKING:
@@ -279,10 +280,21 @@ class StepStore(Protocol):
 
 @dataclass(frozen=True)
 class JobMessage:
-    """A queue message: the job id and a trace id, nothing else (the job item is the truth)."""
+    """A queue message: the job id and a trace id, nothing else (the job item is the truth).
+
+    `group` is not in the body: it is the message's `MessageGroupId` (the tenant, see
+    shared.fairness), which SQS fair queues read. Every message sent carries one; a message
+    parsed from a body received has none ("") until its job is read.
+    """
 
     job_id: str
     trace_id: str
+    group: str = ""
+
+    @classmethod
+    def of(cls, job: JobRecord, trace_id: str) -> JobMessage:
+        """The message that dispatches `job`, in its tenant's group."""
+        return cls(job_id=job.job_id, trace_id=trace_id, group=message_group(job.tenant))
 
 
 class Lane(StrEnum):

@@ -241,4 +241,4 @@ def _renew_input_of_old_job(deps: SweeperDependencies, job: JobRecord, now: date
 
 def _dispatch(deps: SweeperDependencies, job: JobRecord) -> None:
     # A crash before this send leaves the job Pending with a fresh sweepAt: the next period re-sends it.
-    deps.queues[Lane.of(job)].send(JobMessage(job_id=job.job_id, trace_id=current_trace_id()))
+    deps.queues[Lane.of(job)].send(JobMessage.of(job, current_trace_id()))

@@ -658,7 +658,8 @@ class JobWorker:
         message being handled is kept instead (RetryLater), and comes back after its visibility
         timeout: one receive more, for a fault, not for a healthy hand-back."""
         try:
-            await self._io(self._deps.queues[Lane.of(job)].send, message, min(delay, MAX_DELAY_SECONDS))
+            fresh = JobMessage.of(job, message.trace_id)  # the body received has no group: the job says it
+            await self._io(self._deps.queues[Lane.of(job)].send, fresh, min(delay, MAX_DELAY_SECONDS))
         except Exception as error:
             logger.exception("the job could not be dispatched again; keeping its message")
             raise RetryLater from error

@@ -34,6 +34,8 @@ class RecordingQueue:
         self.parked: list[tuple[str, str | None]] = []
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        # As SqsJobQueue: every job message goes out in its tenant's group.
+        assert message.group, "a job message is sent with its tenant's MessageGroupId"
         self.sent.append((message, delay_seconds))
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
@@ -135,12 +137,12 @@ class World:
 
 def handed_back(world: World, job: JobRecord) -> JobRecord:
     """The job after the worker handed it back: Pending, due later, and a fresh message of it
-    (same job, same trace) sent to its lane's queue, delayed until then."""
+    (same job, same trace, its tenant's group) sent to its lane's queue, delayed until then."""
     current = world.current(job)
     assert current.status is JobStatus.PENDING
     assert current.dispatch_at > world.clock.now()
     [(message, delay)] = world.queues[Lane.of(current)].sent
-    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE)
+    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE, group=job.tenant)
     assert delay == (current.dispatch_at - world.clock.now()).total_seconds()
     world.queues[Lane.of(current)].sent.clear()
     return current

@@ -85,6 +85,7 @@ def submit_environment(
             "payload_bucket": bucket,
             "budgets_table": budgets_table,
             "default_monthly_tokens": config.default_monthly_tokens,
+            "default_max_running_per_tenant": config.max_running_per_tenant,
             "submits_per_minute": config.submits_per_minute,
             "max_attempts": config.max_attempts,
             "default_model": config.default_model,
@@ -150,6 +151,7 @@ def worker_environment(
     isolation_dlq_url: str,
     openai_secret_arn: str,
     output_events_table: str,
+    slots_table: str,
 ) -> dict[str, str]:
     """The worker: storage, queues, the provider, the timing of leases, retries and releases, and
     where and when a streaming call's output is written."""
@@ -157,6 +159,7 @@ def worker_environment(
         WorkerSettings,
         {
             "jobs_table": jobs_table,
+            "slots_table": slots_table,
             "output_events_table": output_events_table,
             "stream_flush_bytes": config.stream_flush_bytes,
             "stream_flush_ms": config.stream_flush_ms,
@@ -192,6 +195,7 @@ def sweeper_environment(
     jobs_queue_url: str,
     isolation_queue_url: str,
     budgets_table: str,
+    slots_table: str,
 ) -> dict[str, str]:
     """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations it repairs."""
     return settings_environment(
@@ -199,6 +203,7 @@ def sweeper_environment(
         {
             "jobs_table": jobs_table,
             "budgets_table": budgets_table,
+            "slots_table": slots_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,

@@ -14,6 +14,7 @@ from infra.constructs.api import Api
 from infra.constructs.auth import Auth
 from infra.constructs.budgets import Budgets
 from infra.constructs.console import Console
+from infra.constructs.fairness import Fairness
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -28,6 +29,7 @@ from infra.names import (
     AUTH,
     BUDGETS,
     CONSOLE,
+    FAIRNESS,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -74,6 +76,7 @@ class OutlastStack(Stack):
         auth = Auth(self, AUTH, config=config)
         storage = Storage(self, STORAGE, config=config)
         budgets = Budgets(self, BUDGETS, config=config, factory=factory)
+        fairness = Fairness(self, FAIRNESS, config=config)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         webhooks = Webhooks(self, WEBHOOKS, config=config, factory=factory)
         realtime = Realtime(
@@ -89,10 +92,24 @@ class OutlastStack(Stack):
             self, STREAMING, config=config, factory=factory, storage=storage, realtime=realtime
         )
         worker = Worker(
-            self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox, streaming=streaming
+            self,
+            WORKER,
+            config=config,
+            factory=factory,
+            storage=storage,
+            outbox=outbox,
+            streaming=streaming,
+            fairness=fairness,
         )
         sweeper = Sweeper(
-            self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
+            self,
+            SWEEPER,
+            config=config,
+            factory=factory,
+            storage=storage,
+            outbox=outbox,
+            budgets=budgets,
+            fairness=fairness,
         )
         api = Api(
             self,
@@ -193,6 +210,14 @@ class OutlastStack(Stack):
             Output.OUTPUT_EVENTS_TABLE_NAME: (
                 streaming.table.table_name,
                 "Streaming jobs' output events (each flush of a streamed call), 24 h after their write",
+            ),
+            Output.SLOTS_TABLE_NAME: (
+                fairness.slots_table.table_name,
+                "Running slots of capped tenants (one per running job): `outlast ops tenants show`",
+            ),
+            Output.MAX_RUNNING_PER_TENANT: (
+                str(config.max_running_per_tenant),
+                "The stage's running cap for tenants without their own (0: no cap)",
             ),
             Output.DEFAULT_MONTHLY_TOKENS: (
                 str(config.default_monthly_tokens),

@@ -197,6 +197,10 @@ class JobRecord(JobSummary):
     # The output attempt whose text the result holds (set by the Succeeded write; results are
     # write-once and adopted, so it may be older than `output_attempt`).
     result_attempt: int | None = None
+    # Its tenant's running cap, copied at submit (DESIGN.md, "Fairness between tenants"; 0: none,
+    # so a claim takes no slot), and the slot the current claim holds (set by a capped claim).
+    max_running: int = 0
+    slot: int | None = None
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

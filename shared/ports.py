@@ -76,6 +76,8 @@ class Transition:
     solo: bool = False
     # A claim from the shared jobs queue: refused for an isolated job (its message is stale).
     require_not_isolated: bool = False
+    # A claim's running slot (shared.slots): set, the job must be capped; None, it must not be.
+    slot: int | None = None
     require_due: bool = False
     require_lease_expired: bool = False
     renew_attempts: bool = False

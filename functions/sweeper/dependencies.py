@@ -11,12 +11,14 @@ import boto3
 from functions.sweeper.settings import SweeperSettings
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.dynamodb_slots import DynamoSlotStore
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.lazy import once
 from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
+from shared.slots import SlotStore
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class SweeperDependencies:
     clock: Clock
     # Open budget reservations (their sparse index) that nothing settled: functions.sweeper.budgets.
     budgets: BudgetLedger
+    slots: SlotStore  # expired claims' running slots, released by their own token
 
 
 @cache
@@ -49,4 +52,5 @@ def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
         },
         clock=SystemClock(),
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
+        slots=DynamoSlotStore(dynamodb, settings.slots_table),
     )

@@ -17,6 +17,7 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.constructs.budgets import Budgets
+from infra.constructs.fairness import Fairness
 from infra.constructs.outbox import Outbox
 from infra.constructs.storage import Storage
 from infra.environment import sweeper_environment
@@ -39,6 +40,7 @@ class Sweeper(Construct):
         storage: Storage,
         outbox: Outbox,
         budgets: Budgets,
+        fairness: Fairness,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = factory.create(
@@ -53,6 +55,7 @@ class Sweeper(Construct):
                     jobs_queue_url=outbox.jobs_queue.queue_url,
                     isolation_queue_url=outbox.isolation_queue.queue_url,
                     budgets_table=budgets.table.table_name,
+                    slots_table=fairness.slots_table.table_name,
                 ),
                 # Shorter than the default schedule's period, so runs rarely overlap.
                 timeout=Duration.seconds(55),
@@ -77,6 +80,8 @@ class Sweeper(Construct):
             ["Query", "UpdateItem", "DeleteItem"],
             indexes=[r.BUDGET_CHECK_INDEX],
         )
+        # An expired claim's running slot, released by its own token (a conditional DeleteItem).
+        grants.grant_table(fairness.slots_table, self.function, ["DeleteItem"])
         grants.grant_send(outbox.jobs_queue, self.function)
         grants.grant_send(outbox.isolation_queue, self.function)
         self.rule = events.Rule(

@@ -34,6 +34,9 @@ STREAM_ATTRIBUTE = "stream"
 OUTPUT_ATTEMPT_ATTRIBUTE = "outputAttempt"
 RESULT_ATTEMPT_ATTRIBUTE = "resultAttempt"
 USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
+# Fairness: the tenant's running cap copied at submit, and the slot a capped claim holds.
+MAX_RUNNING_ATTRIBUTE = "maxRunning"
+SLOT_ATTRIBUTE = "slot"
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
 INPUT_SORT_VALUE = "INPUT"
@@ -131,6 +134,8 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         STREAM_ATTRIBUTE: True if job.stream else None,
         OUTPUT_ATTEMPT_ATTRIBUTE: job.output_attempt or None,
         RESULT_ATTEMPT_ATTRIBUTE: job.result_attempt,
+        MAX_RUNNING_ATTRIBUTE: job.max_running or None,
+        SLOT_ATTRIBUTE: job.slot,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -219,6 +224,8 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         result_usage_counted=bool(values.get(RESULT_USAGE_COUNTED_ATTRIBUTE, False)),
         output_attempt=values.get(OUTPUT_ATTEMPT_ATTRIBUTE, 0),
         result_attempt=values.get(RESULT_ATTEMPT_ATTRIBUTE),
+        max_running=values.get(MAX_RUNNING_ATTRIBUTE, 0),
+        slot=values.get(SLOT_ATTRIBUTE),
     )
 
 
@@ -251,6 +258,7 @@ def fits_in_job_item(
                 "completed_steps": 9_999,
                 "usage": usage,
                 "output_attempt": 999 if job.stream else 0,
+                "slot": 9_999 if job.max_running else None,
             }
         )
     else:

@@ -12,10 +12,12 @@ from infra.names import (
     BUDGETS,
     BUDGETS_TABLE,
     CONNECTIONS_TABLE,
+    FAIRNESS,
     IDEMPOTENCY_TABLE,
     JOBS_TABLE,
     OUTPUT_EVENTS_TABLE,
     REALTIME,
+    SLOTS_TABLE,
     STORAGE,
     STREAMING,
     WEBHOOKS,
@@ -33,6 +35,7 @@ TABLES = [
     (BUDGETS, BUDGETS_TABLE),
     (WEBHOOKS, WEBHOOKS_TABLE),
     (STREAMING, OUTPUT_EVENTS_TABLE),
+    (FAIRNESS, SLOTS_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

@@ -21,6 +21,7 @@ from shared.lifecycle import JobStatus
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Transition
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 from tests.output_fakes import InMemoryOutputEventStore
+from tests.slot_fakes import InMemorySlotStore
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
 TRACE = "trace-1"
@@ -77,6 +78,7 @@ class World:
         self.events = InMemoryOutputEventStore()
         self.provider = provider or CountingProvider()
         self.queues = {Lane.SHARED: RecordingQueue(), Lane.ISOLATION: RecordingQueue()}
+        self.slots = InMemorySlotStore()
         self.settings = WorkerSettings.model_validate(
             {
                 r.ENV_JOBS_TABLE: "jobs",
@@ -88,6 +90,7 @@ class World:
                 r.ENV_ISOLATION_DLQ_URL: "https://isolation-dlq",
                 r.ENV_OPENAI_SECRET: "secret",
                 r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
+                r.ENV_SLOTS_TABLE: "slots",
                 "HEARTBEAT_SECONDS": "0.05",
                 **settings,
             }
@@ -98,6 +101,7 @@ class World:
         return WorkerDependencies(
             settings=self.settings,
             repository=self.repository,
+            slots=self.slots,
             payloads=self.payloads,
             steps=self.steps,
             events=self.events,

@@ -24,6 +24,7 @@ from shared.lifecycle import JobStatus
 from shared.ports import JobMessage, Lane
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+from tests.slot_fakes import InMemorySlotStore
 
 GRACE = timedelta(seconds=900)
 CLAIM_TTL = timedelta(hours=24)
@@ -58,6 +59,7 @@ def deps(
             r.ENV_JOBS_QUEUE_URL: "https://q",
             r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
             r.ENV_BUDGETS_TABLE: "budgets",
+            r.ENV_SLOTS_TABLE: "slots",
         }
     )
     return SweeperDependencies(
@@ -67,6 +69,7 @@ def deps(
         queues={Lane.SHARED: NoQueue(), Lane.ISOLATION: NoQueue()},
         clock=clock,
         budgets=ledger,
+        slots=InMemorySlotStore(),
     )
 
 
@@ -193,7 +196,11 @@ def test_a_failing_reservation_read_holds_up_nothing_else(
     clock.advance(GRACE)
 
     with pytest.raises(SweepIncompleteError):
-        sweep(SweeperDependencies(deps.settings, repository, deps.payloads, deps.queues, clock, ledger))
+        sweep(
+            SweeperDependencies(
+                deps.settings, repository, deps.payloads, deps.queues, clock, ledger, deps.slots
+            )
+        )
 
     # The reservations of shard 0 wait for the next sweep; every other one was settled
     left = {ref.job_id for ref in ledger.reservations}

@@ -24,6 +24,7 @@ SETTINGS = WorkerSettings.model_validate(
         r.ENV_ISOLATION_DLQ_URL: "https://sqs.example/isolation-dlq",
         r.ENV_OPENAI_SECRET: "secret",
         r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
+        r.ENV_SLOTS_TABLE: "slots",
     }
 )
 

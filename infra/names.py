@@ -205,6 +205,7 @@ class Runbook(StrEnum):
     BUDGET_OVERRUNS = "budget-overruns"
     OUTPUT_PUSHER_ITERATOR_AGE = "output-pusher-iterator-age"
     OUTPUT_PUSHER_FAILURES = "output-pusher-failures"
+    NOISY_TENANTS = "noisy-tenants"
 
     @property
     def link(self) -> str:

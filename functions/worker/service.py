@@ -181,7 +181,10 @@ class JobWorker:
         still Pending and due, as it was."""
         wait = max(1, round(self._settings.slot_retry_seconds * (0.5 + self._deps.random())))
         metrics.add_metric(name="SlotDeferrals", unit="Count", value=1)
-        logger.info("deferred: every running slot of the tenant is held", extra={"delay_seconds": wait})
+        logger.info(
+            "deferred: every running slot of the tenant is held",
+            extra={"delay_seconds": wait, "tenant": job.tenant},
+        )
         await self._dispatch(job, message, wait)
 
     async def _extend_slot(self, run: _Run, lease: Lease) -> None:
@@ -658,7 +661,13 @@ class JobWorker:
         metrics.add_metric(name=f"Jobs{run.job.status.value}", unit="Count", value=1)
         logger.info(
             "job finished",
-            extra={"status": run.job.status.value, "error_code": error.code if error else None},
+            # The tenant: on-call's top-tenants query (docs/runbook.md#noisy-tenants) counts these
+            # lines by it, rather than a custom metric paid per tenant.
+            extra={
+                "status": run.job.status.value,
+                "error_code": error.code if error else None,
+                "tenant": run.job.tenant,
+            },
         )
 
     async def _retry_or_exhaust(self, run: _Run, provider_hint: float | None) -> None:

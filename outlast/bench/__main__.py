@@ -1,4 +1,4 @@
-"""`python -m outlast.bench [--quick] [--only cost,worker,coldstart,pipeline,streaming]`: run, then report.
+"""`python -m outlast.bench [--quick] [--only SECTION,...]`: run the benchmarks, then report.
 
 Sections not run this time are kept from the existing docs/benchmarks.json, so `--only` refreshes
 one section without losing the others (each section carries when and how it was made).
@@ -20,9 +20,9 @@ from outlast.bench import report
 from outlast.bench.stats import load_average, machine
 from outlast.local.synth import PROJECT_ROOT
 
-SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline", "streaming")
+SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline", "streaming", "noisy")
 # Sections that start a whole local stack of their own (the others share the in-process harness).
-STACK_SECTIONS = ("pipeline", "streaming")
+STACK_SECTIONS = ("pipeline", "streaming", "noisy")
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,14 @@ class Sizes:
     pipeline_clients: int
     long_input_bytes: int
     streaming_jobs: int
+    noisy_a_jobs: int  # the flooding tenant's jobs
+    noisy_b_jobs: int  # the quiet tenant's, alone and under the flood
 
 
-FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40)
-QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576, 10)
+FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40, 500, 20)
+QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576, 10, 150, 10)
 # For the test suite: the code paths with tiny sizes; the numbers mean nothing.
-SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2, 60_000, 2)
+SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2, 60_000, 2, 4, 2)
 
 
 def _say(line: str) -> None:
@@ -172,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
 
         results["streaming"] = streaming.run(jobs=sizes.streaming_jobs, say=_say)
         _say_denials("streaming", results["streaming"]["iamDenials"])
+    if "noisy" in arguments.sections:
+        from outlast.bench import noisy  # noqa: PLC0415 - only this section needs it
+
+        results["noisy"] = noisy.run(a_jobs=sizes.noisy_a_jobs, b_jobs=sizes.noisy_b_jobs, say=_say)
+        _say_denials("noisy neighbour", results["noisy"]["iamDenials"])
     stamp["loadAverageAfter"] = load_average()
     stamp["seconds"] = round(time.monotonic() - began, 1)
     document = {key: value for key, value in previous.items() if key in SECTIONS}

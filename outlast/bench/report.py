@@ -60,7 +60,7 @@ def markdown(document: dict[str, Any]) -> str:
     parts = [
         "# Benchmarks\n",
         "Written by `make bench` (`python -m outlast.bench`, `BENCH_ARGS=--quick` for a short run, "
-        "`--only cost,worker,longinput,coldstart,pipeline,streaming` for some sections); do not edit "
+        "`--only cost,worker,longinput,coldstart,pipeline,streaming,noisy` for some sections); do not edit "
         "by hand. The same numbers are in [benchmarks.json](benchmarks.json). Everything here runs on "
         "one machine: "
         "the functions' real handlers against moto and the local model server. Timings are local "
@@ -80,6 +80,10 @@ def markdown(document: dict[str, Any]) -> str:
         parts.append(_pipeline(document["pipeline"]))
     if "streaming" in document:
         parts.append(_streaming(document["streaming"]))
+    if "noisy" in document:
+        from outlast.bench.noisy import markdown as noisy_markdown  # noqa: PLC0415 - its section only
+
+        parts.append(noisy_markdown(document["noisy"], _stamp(document["noisy"])))
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -220,7 +220,7 @@ class SqsSource:
     batching_window_seconds: float = 0.0
     report_item_failures: bool = True
     region: str = "us-east-1"
-    lookahead: int = 300
+    lookahead: int = 1000
     scheduler: FairScheduler = field(default_factory=lambda: FairScheduler(time.monotonic))
     _buffer: list[_Held] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

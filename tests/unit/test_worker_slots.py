@@ -4,14 +4,17 @@ job (a fresh delayed message, no attempt charged); an uncapped job never touches
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 from shared.errors import TerminalProviderError
 from shared.fairness import message_group
 from shared.lifecycle import JobStatus
 from shared.ports import JobMessage, Lane, Lease
-from shared.slots import effective_cap
-from tests.support.worker_world import TRACE, World
+from shared.slots import SlotLostError, effective_cap
+from tests.slot_fakes import InMemorySlotStore
+from tests.support.worker_world import TRACE, CountingProvider, World, handed_back
 
 TENANT = "user:alice"
 
@@ -122,3 +125,27 @@ def test_the_cap_copied_at_submit_is_the_tenants_own_else_the_stage_default() ->
     assert effective_cap(None, 4) == 4
     assert effective_cap(2, 4) == 2
     assert effective_cap(0, 4) == 0  # an operator's 0 lifts the stage's cap for this tenant
+
+
+class TakenOverSlots(InMemorySlotStore):
+    """A slot that expired before its heartbeat, and another claim took it over."""
+
+    def extend(self, group: str, slot: int, lease: Lease) -> None:
+        raise SlotLostError
+
+
+def test_a_heartbeat_that_finds_its_slot_taken_over_hands_the_job_back(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a capped job whose model call outlasts a heartbeat, and a slot lost by then
+    gate = threading.Event()
+    world = make_world(provider=CountingProvider(gate=gate))
+    world.slots = TakenOverSlots()
+    job = world.job(max_running=1)
+
+    # When the job runs
+    world.deliver(job)
+
+    # Then it is handed back to Pending (it is no longer counted: it must not run on), not failed
+    handed_back(world, job)
+    gate.set()

@@ -107,8 +107,9 @@ def test_cost_prices_provisioned_capacity_beside_on_demand(report: tuple[dict[st
     }
     dynamo = provisioned["dynamodbUsdPerMillionJobs"]
     assert 0 < dynamo["provisioned"] < dynamo["onDemand"]
-    # And the idle floor of provisioned capacity is stated (6 scaled tables and 4 indexes)
-    assert provisioned["fixedMonthly"]["scaledResources"] == 10
+    # And the idle floor of provisioned capacity is stated (7 scaled tables, the running slots' one
+    # included, and 4 indexes)
+    assert provisioned["fixedMonthly"]["scaledResources"] == 11
     assert _positive(provisioned["fixedMonthly"]["totalUsdPerMonth"])
     assert "Provisioned capacity (`billingMode=provisioned`)" in markdown
 

@@ -164,6 +164,9 @@ class StageConfig(BaseModel):
     # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own
     # (`outlast ops budgets set`); 0: no limit, and no budget writes for them.
     default_monthly_tokens: int = Field(default=0, alias="defaultMonthlyTokens", ge=0)
+    # Fairness (DESIGN.md, "Fairness between tenants"): the running cap of tenants without their
+    # own (`outlast ops tenants set`); 0: no cap, and nothing paid for slots at claim.
+    max_running_per_tenant: int = Field(default=0, alias="maxRunningPerTenant", ge=0, le=10_000)
 
     # The worker.
     worker_timeout_seconds: int = Field(default=300, alias="workerTimeoutSeconds", ge=30)

@@ -96,6 +96,7 @@ def submit_environment(
             "documents_table": documents_table,
             "documents_bucket": documents_bucket,
             "default_monthly_tokens": config.default_monthly_tokens,
+            "default_max_running_per_tenant": config.max_running_per_tenant,
             "submits_per_minute": config.submits_per_minute,
             "max_attempts": config.max_attempts,
             "default_model": config.default_model,
@@ -161,6 +162,7 @@ def worker_environment(
     isolation_dlq_url: str,
     openai_secret_arn: str,
     output_events_table: str,
+    slots_table: str,
 ) -> dict[str, str]:
     """The worker: storage, queues, the provider, the timing of leases, retries and releases, and
     where and when a streaming call's output is written."""
@@ -168,6 +170,7 @@ def worker_environment(
         WorkerSettings,
         {
             "jobs_table": jobs_table,
+            "slots_table": slots_table,
             "output_events_table": output_events_table,
             "stream_flush_bytes": config.stream_flush_bytes,
             "stream_flush_ms": config.stream_flush_ms,
@@ -204,6 +207,7 @@ def sweeper_environment(
     isolation_queue_url: str,
     budgets_table: str,
     documents_table: str,
+    slots_table: str,
 ) -> dict[str, str]:
     """The sweeper: what counts as stuck, where recovered jobs are re-sent, the reservations and the
     document pins it repairs."""
@@ -213,6 +217,7 @@ def sweeper_environment(
             "jobs_table": jobs_table,
             "budgets_table": budgets_table,
             "documents_table": documents_table,
+            "slots_table": slots_table,
             "payload_bucket": bucket,
             "jobs_queue_url": jobs_queue_url,
             "isolation_queue_url": isolation_queue_url,

@@ -24,6 +24,7 @@ API = "Api"
 REALTIME = "Realtime"
 WEBHOOKS = "Webhooks"
 BUDGETS = "Budgets"
+FAIRNESS = "Fairness"
 STREAMING = "Streaming"
 DOCUMENTS = "Documents"
 MONITORING = "Monitoring"
@@ -47,6 +48,7 @@ CURSOR_SECRET = "CursorKey"  # noqa: S105 - a construct id, not a secret
 HTTP_API = "HttpApi"
 CONNECTIONS_TABLE = "ConnectionsTable"
 BUDGETS_TABLE = "BudgetsTable"
+SLOTS_TABLE = "SlotsTable"
 WEBSOCKET_API = "WebSocketApi"
 WEBSOCKET_STAGE = "Stage"
 TICKET_AUTHORIZER = "TicketAuthorizer"
@@ -182,6 +184,8 @@ class Output(StrEnum):
     WEBHOOKS_QUEUE_URL = "WebhooksQueueUrl"
     WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
     BUDGETS_TABLE_NAME = "BudgetsTableName"
+    SLOTS_TABLE_NAME = "SlotsTableName"
+    MAX_RUNNING_PER_TENANT = "MaxRunningPerTenant"
     OUTPUT_EVENTS_TABLE_NAME = "OutputEventsTableName"
     DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
     DISPATCH_GRACE_SECONDS = "DispatchGraceSeconds"
@@ -218,6 +222,7 @@ class Runbook(StrEnum):
     OUTPUT_PUSHER_FAILURES = "output-pusher-failures"
     INGEST_DLQ_NOT_EMPTY = "ingest-dlq-not-empty"
     INGEST_OLDEST_MESSAGE_AGE = "ingest-oldest-message-age"
+    NOISY_TENANTS = "noisy-tenants"
 
     @property
     def link(self) -> str:

@@ -15,6 +15,7 @@ from infra.constructs.auth import Auth
 from infra.constructs.budgets import Budgets
 from infra.constructs.console import Console
 from infra.constructs.documents import Documents
+from infra.constructs.fairness import Fairness
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.outbox import Outbox
 from infra.constructs.realtime import Realtime
@@ -30,6 +31,7 @@ from infra.names import (
     BUDGETS,
     CONSOLE,
     DOCUMENTS,
+    FAIRNESS,
     MONITORING,
     OUTBOX,
     PACKAGING,
@@ -77,6 +79,7 @@ class OutlastStack(Stack):
         documents = Documents(self, DOCUMENTS, config=config, factory=factory)
         storage = Storage(self, STORAGE, config=config)
         budgets = Budgets(self, BUDGETS, config=config, factory=factory)
+        fairness = Fairness(self, FAIRNESS, config=config)
         outbox = Outbox(self, OUTBOX, config=config, factory=factory, storage=storage)
         webhooks = Webhooks(self, WEBHOOKS, config=config, factory=factory)
         realtime = Realtime(
@@ -93,7 +96,14 @@ class OutlastStack(Stack):
             self, STREAMING, config=config, factory=factory, storage=storage, realtime=realtime
         )
         worker = Worker(
-            self, WORKER, config=config, factory=factory, storage=storage, outbox=outbox, streaming=streaming
+            self,
+            WORKER,
+            config=config,
+            factory=factory,
+            storage=storage,
+            outbox=outbox,
+            streaming=streaming,
+            fairness=fairness,
         )
         sweeper = Sweeper(
             self,
@@ -104,6 +114,7 @@ class OutlastStack(Stack):
             outbox=outbox,
             budgets=budgets,
             documents=documents,
+            fairness=fairness,
         )
         api = Api(
             self,
@@ -222,6 +233,14 @@ class OutlastStack(Stack):
             Output.INGEST_DLQ_URL: (
                 documents.dead_letter_queue.queue_url,
                 "Ingest DLQ: notifications no retry can fix, or that kept crashing the ingest",
+            ),
+            Output.SLOTS_TABLE_NAME: (
+                fairness.slots_table.table_name,
+                "Running slots of capped tenants (one per running job): `outlast ops tenants show`",
+            ),
+            Output.MAX_RUNNING_PER_TENANT: (
+                str(config.max_running_per_tenant),
+                "The stage's running cap for tenants without their own (0: no cap)",
             ),
             Output.DEFAULT_MONTHLY_TOKENS: (
                 str(config.default_monthly_tokens),

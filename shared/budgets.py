@@ -99,6 +99,9 @@ class BudgetState:
     configured_limit: int | None  # the tenant's own limit (None: the stage default applies)
     used: int = 0
     reserved: int = 0
+    # The tenant's own running cap (DESIGN.md, "Fairness between tenants"), read by the same
+    # call: None when an operator set none (the stage default applies).
+    configured_max_running: int | None = None
 
     @property
     def committed(self) -> int:

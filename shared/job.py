@@ -201,6 +201,10 @@ class JobRecord(JobSummary):
     # document is pinned from the submit until the job ends (DESIGN.md, "Documents").
     document_id: str | None = None
     document_sha256: str | None = None
+    # Its tenant's running cap, copied at submit (DESIGN.md, "Fairness between tenants"; 0: none,
+    # so a claim takes no slot), and the slot the current claim holds (set by a capped claim).
+    max_running: int = 0
+    slot: int | None = None
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from shared.errors import ConditionFailedError
+from shared.fairness import message_group
 from shared.lifecycle import TERMINAL, JobStatus
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ class Transition:
     solo: bool = False
     # A claim from the shared jobs queue: refused for an isolated job (its message is stale).
     require_not_isolated: bool = False
+    # A claim's running slot (shared.slots): set, the job must be capped; None, it must not be.
+    slot: int | None = None
     require_due: bool = False
     require_lease_expired: bool = False
     renew_attempts: bool = False
@@ -279,10 +282,21 @@ class StepStore(Protocol):
 
 @dataclass(frozen=True)
 class JobMessage:
-    """A queue message: the job id and a trace id, nothing else (the job item is the truth)."""
+    """A queue message: the job id and a trace id, nothing else (the job item is the truth).
+
+    `group` is not in the body: it is the message's `MessageGroupId` (the tenant, see
+    shared.fairness), which SQS fair queues read. Every message sent carries one; a message
+    parsed from a body received has none ("") until its job is read.
+    """
 
     job_id: str
     trace_id: str
+    group: str = ""
+
+    @classmethod
+    def of(cls, job: JobRecord, trace_id: str) -> JobMessage:
+        """The message that dispatches `job`, in its tenant's group."""
+        return cls(job_id=job.job_id, trace_id=trace_id, group=message_group(job.tenant))
 
 
 class Lane(StrEnum):

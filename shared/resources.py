@@ -110,6 +110,10 @@ BUDGETS_SORT_KEY = "sk"
 BUDGET_CHECK_INDEX = "byCheck"
 BUDGET_CHECK_PARTITION = "checkShard"
 BUDGET_CHECK_SORT = "checkAt"
+# Fairness (DESIGN.md, "Fairness between tenants"): running slots, one item per (tenant group,
+# slot k < cap), in a table of their own with no stream (a slot write is no job change).
+ENV_SLOTS_TABLE = "SLOTS_TABLE_NAME"
+SLOTS_PARTITION_KEY = "pk"
 
 # Documents (DESIGN.md, "Documents"): one item per document in a table of their own, the owner's
 # partition holding their documents (a foreign caller's read misses by construction); the files

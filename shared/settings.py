@@ -45,6 +45,12 @@ class BudgetStorageSettings(EnvSettings):
     budgets_table: str = Field(alias=r.ENV_BUDGETS_TABLE, min_length=1)
 
 
+class SlotStorageSettings(EnvSettings):
+    """Where tenants' running slots live (DESIGN.md, "Fairness between tenants")."""
+
+    slots_table: str = Field(alias=r.ENV_SLOTS_TABLE, min_length=1)
+
+
 class BudgetPolicySettings(BudgetStorageSettings):
     """The stage's monthly token limit for tenants without one of their own (0: no limit)."""
 

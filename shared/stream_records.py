@@ -70,3 +70,9 @@ class StreamRecord:
         """The job id of a job item's new image (its key: `JOB#<job id>`)."""
         key = self._string(r.PARTITION_KEY)
         return key.removeprefix("JOB#") if key is not None and key.startswith("JOB#") else None
+
+    @property
+    def tenant(self) -> str | None:
+        """The tenant of a job item's new image (its owner key: `<tenant>#<sub>`)."""
+        owner_key = self._string(r.LIST_INDEX_PARTITION)
+        return owner_key.partition("#")[0] if owner_key else None

@@ -36,6 +36,7 @@ class InMemoryBudgetLedger:
     """BudgetLedger in dictionaries, condition for condition like DynamoBudgetLedger."""
 
     limits: dict[str, int] = field(default_factory=dict)
+    max_running: dict[str, int] = field(default_factory=dict)  # tenants' own running caps
     counters: dict[tuple[str, str], Counter] = field(default_factory=dict)
     reservations: dict[ReservationRef, Reservation] = field(default_factory=dict)  # the open ones
     # Closed reservations (settled or released), with what each counted as used.
@@ -49,7 +50,14 @@ class InMemoryBudgetLedger:
         with self._lock:
             self.reads.append("state")
             counter = self.counters.get((tenant, period), Counter())
-            return BudgetState(tenant, period, self.limits.get(tenant), counter.used, counter.reserved)
+            return BudgetState(
+                tenant,
+                period,
+                self.limits.get(tenant),
+                counter.used,
+                counter.reserved,
+                configured_max_running=self.max_running.get(tenant),
+            )
 
     def reserve(self, reservation: Reservation, limit: int) -> ReserveResult:
         """attribute_not_exists(reservation) AND committed <= limit - tokens, both or neither."""

@@ -280,6 +280,8 @@ def _conditions_hold(job: JobRecord, t: Transition) -> bool:
         and (not t.count_attempt or job.stalls < job.max_attempts)
         and (not t.require_not_isolated or not job.isolated)
         and (t.require_redrive_count is None or job.redrive_count == t.require_redrive_count)
+        # A capped job is claimed only with a slot, an uncapped one only without.
+        and (t.new_lease is None or (t.slot is not None) == (job.max_running > 0))
     )
 
 
@@ -316,6 +318,8 @@ def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
 
 def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
     changes: dict[str, Any] = {}
+    if t.slot is not None:
+        changes["slot"] = t.slot  # a capped claim's slot
     if t.dispatch_at is not None:
         changes["dispatch_at"] = t.dispatch_at
     if t.cancel_requested_at is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import resources as r
+from shared.fairness import message_group
 from shared.ids import normalize_job_id
 from shared.observability import logger, metrics
 from shared.ports import JobMessage, JobQueue
@@ -32,7 +33,10 @@ def _dispatches(records: Iterable[dict[str, Any]], trace_id: str) -> list[_Dispa
         job_id = normalize_job_id(record.job_id or "")
         if record.event_name != "INSERT" or record.item_type != r.JOB_ITEM_TYPE or job_id is None:
             continue  # the event source filter already drops these; local replays may not
-        dispatches.append(_Dispatch(record.sequence_number, JobMessage(job_id=job_id, trace_id=trace_id)))
+        # A job item always has its owner key; were it missing, the job still goes out (its group
+        # then the hash of no tenant) rather than wait for the sweeper.
+        message = JobMessage(job_id=job_id, trace_id=trace_id, group=message_group(record.tenant or ""))
+        dispatches.append(_Dispatch(record.sequence_number, message))
     return dispatches
 
 

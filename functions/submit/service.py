@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from functions.submit.dependencies import SubmitDependencies
 from shared import resources as r
 from shared.budgets import (
+    BudgetState,
     ReservationRef,
     ReserveOutcome,
     effective_limit,
@@ -39,6 +40,7 @@ from shared.observability import bind_job, logger, metrics
 from shared.planner import StepPlan, plan_job
 from shared.prompts import template_for
 from shared.retention import input_expiry
+from shared.slots import effective_cap
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,15 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         max_output_tokens=job_input.max_output_tokens,
         schema=job_input.output_schema,
     )
-    hold = _reserve_budget(deps, caller, claim, plan, now=now, own_claim=claim if existing is None else None)
-    job = _job_from_claim(claim, caller, request, "item", plan.total_steps, hold=hold)
+    # The one budget read: the limit, this month's counter and the tenant's running cap.
+    state = deps.budgets.state(caller.tenant, period_of(claim.created_at))
+    hold = _reserve_budget(
+        deps, caller, claim, plan, state, now=now, own_claim=claim if existing is None else None
+    )
+    max_running = effective_cap(state.configured_max_running, settings.default_max_running_per_tenant)
+    job = _job_from_claim(
+        claim, caller, request, "item", plan.total_steps, hold=hold, max_running=max_running
+    )
     if document is not None:
         # Pinned before the job is written: the job's terminal write unpins it (the notifier).
         check_at = now + timedelta(seconds=settings.dispatch_grace_seconds)
@@ -236,6 +245,7 @@ def _reserve_budget(
     caller: Caller,
     claim: IdempotencyRecord,
     plan: StepPlan,
+    state: BudgetState,
     *,
     now: datetime,
     own_claim: IdempotencyRecord | None,
@@ -247,8 +257,7 @@ def _reserve_budget(
     finds the reservation) in the same one, and the job settles there whenever it ends.
     """
     settings = deps.settings
-    period = period_of(claim.created_at)
-    state = deps.budgets.state(caller.tenant, period)
+    period = state.period
     limit = effective_limit(state.configured_limit, settings.default_monthly_tokens)
     if limit is None:
         return None
@@ -288,6 +297,7 @@ def _job_from_claim(
     total_steps: int,
     *,
     hold: BudgetHold | None,
+    max_running: int,
 ) -> JobRecord:
     """The job item is a pure function of the claim and the request (its plan and its reservation
     too): a replay rebuilds it exactly."""
@@ -310,4 +320,5 @@ def _job_from_claim(
         total_steps=total_steps,
         budget=hold,
         stream=request.stream,
+        max_running=max_running,
     )

@@ -21,6 +21,8 @@ class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
     documents_table: str = Field(alias=r.ENV_DOCUMENTS_TABLE, min_length=1)
     documents_bucket: str = Field(alias=r.ENV_DOCUMENTS_BUCKET, min_length=1)
     submits_per_minute: int = Field(default=60, alias="SUBMITS_PER_MINUTE", ge=1, le=100_000)
+    # The running cap of tenants without their own (DESIGN.md, "Fairness between tenants"; 0: none).
+    default_max_running_per_tenant: int = Field(default=0, alias="DEFAULT_MAX_RUNNING_PER_TENANT", ge=0)
     # How long inputs are split into steps (shared.planner); stored on each job at submit.
     plan_version: str = Field(default=PLAN_VERSION, alias="PLAN_VERSION", min_length=1)
     chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, alias="CHUNK_TOKENS", ge=1)

@@ -12,6 +12,7 @@ from functions.sweeper.settings import SweeperSettings
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_documents import DynamoDocumentRepository
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.dynamodb_slots import DynamoSlotStore
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.budget_ports import BudgetLedger
@@ -19,6 +20,7 @@ from shared.clock import Clock, SystemClock
 from shared.documents.ports import DocumentRepository
 from shared.lazy import once
 from shared.ports import JobQueue, JobRepository, Lane, PayloadStore
+from shared.slots import SlotStore
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class SweeperDependencies:
     budgets: BudgetLedger
     # Pinned documents (their sparse index) whose pins no terminal write removed.
     documents: DocumentRepository
+    slots: SlotStore  # expired claims' running slots, released by their own token
 
 
 @cache
@@ -54,4 +57,5 @@ def build_dependencies(settings: SweeperSettings) -> SweeperDependencies:
         clock=SystemClock(),
         budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
         documents=DynamoDocumentRepository(dynamodb, settings.documents_table),
+        slots=DynamoSlotStore(dynamodb, settings.slots_table),
     )

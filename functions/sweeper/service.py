@@ -23,6 +23,7 @@ from functions.sweeper.dependencies import SweeperDependencies
 from shared import resources as r
 from shared.clock import truncate_to_millis
 from shared.documents.pin_repair import repair_pins
+from shared.fairness import message_group
 from shared.job import JobError, JobRecord
 from shared.job_errors import job_error
 from shared.leases import ExpiredLeaseOutcome, expired_lease_outcome
@@ -187,6 +188,7 @@ def _recover_leased(deps: SweeperDependencies, job: JobRecord, now: datetime, re
         sweep_at=now + look if outcome.dispatches else None,
         outcome=outcome,
     )
+    _release_slot(deps, job)
     if outcome.target is JobStatus.CANCELED:
         report.canceled += 1
     elif outcome.target is JobStatus.FAILED:
@@ -197,6 +199,17 @@ def _recover_leased(deps: SweeperDependencies, job: JobRecord, now: datetime, re
     if outcome.isolate and not job.isolated:
         report.isolated += 1
     return True
+
+
+def _release_slot(deps: SweeperDependencies, job: JobRecord) -> None:
+    """The expired claim's running slot, freed early by its own token (it would free itself at
+    its expiry anyway; a slot another claim took since is not this token's to free)."""
+    if job.slot is None or job.lease_token is None:
+        return
+    try:
+        deps.slots.release(message_group(job.tenant), job.slot, job.lease_token)
+    except Exception:  # noqa: BLE001 - best effort: the slot's own expiry frees it
+        logger.warning("the expired claim's running slot was not released", extra={"job_id": job.job_id})
 
 
 def _write(
@@ -255,4 +268,4 @@ def _renew_input_of_old_job(deps: SweeperDependencies, job: JobRecord, now: date
 
 def _dispatch(deps: SweeperDependencies, job: JobRecord) -> None:
     # A crash before this send leaves the job Pending with a fresh sweepAt: the next period re-sends it.
-    deps.queues[Lane.of(job)].send(JobMessage(job_id=job.job_id, trace_id=current_trace_id()))
+    deps.queues[Lane.of(job)].send(JobMessage.of(job, current_trace_id()))

@@ -3,10 +3,10 @@
 from pydantic import Field
 
 from shared import resources as r
-from shared.settings import BudgetStorageSettings, JobPolicySettings
+from shared.settings import BudgetStorageSettings, JobPolicySettings, SlotStorageSettings
 
 
-class SweeperSettings(JobPolicySettings, BudgetStorageSettings):
+class SweeperSettings(JobPolicySettings, BudgetStorageSettings, SlotStorageSettings):
     """What counts as stuck, where recovered jobs are re-sent, and the budget ledger it repairs."""
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)

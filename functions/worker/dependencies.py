@@ -15,6 +15,7 @@ import boto3
 from functions.worker.settings import WorkerSettings
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.dynamodb_output import DynamoOutputEventStore
+from shared.adapters.dynamodb_slots import DynamoSlotStore
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
@@ -25,6 +26,7 @@ from shared.extraction.answers import SchemaValidator
 from shared.lazy import CLIENT_LOCK, once
 from shared.output_ports import OutputEventStore
 from shared.ports import JobQueue, JobRepository, Lane, ModelProvider, PayloadStore, StepStore
+from shared.slots import SlotStore
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -44,6 +46,7 @@ class WorkerDependencies:
 
     settings: WorkerSettings
     repository: JobRepository
+    slots: SlotStore  # capped tenants' running slots (shared.slots)
     payloads: PayloadStore
     steps: StepStore  # a multi-step job's checkpoints
     events: OutputEventStore  # a streaming call's output events
@@ -78,6 +81,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
     return WorkerDependencies(
         settings=settings,
         repository=DynamoJobRepository(dynamodb, settings.jobs_table, idempotency_table=""),
+        slots=DynamoSlotStore(dynamodb, settings.slots_table),
         payloads=DynamoS3PayloadStore(
             dynamodb, once(lambda: boto3.client("s3")), settings.jobs_table, settings.payload_bucket
         ),

@@ -28,6 +28,7 @@ from functions.worker.streaming import StreamingCall
 from functions.worker.structured import checked, checked_answer, invalid_output, response_schema
 from shared.clock import truncate_to_millis
 from shared.errors import InvalidAnswerError, TerminalProviderError, TransientProviderError
+from shared.fairness import message_group
 from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage, add_usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
@@ -48,6 +49,7 @@ from shared.ports import (
 from shared.prompts import template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES, MAX_DELAY_SECONDS
 from shared.retention import end_input, input_expiry, input_needs_renewal
+from shared.slots import SlotLostError, take_any
 
 T = TypeVar("T")
 __all__ = ["JobWorker", "RetryLater"]
@@ -70,6 +72,7 @@ class _Run:
     unsaved: tuple[JobResult, BlobLocation] | None = None
     last_heartbeat: float = field(default_factory=time.monotonic)  # the claim counts as one
     streaming: StreamingCall | None = None  # the final call of a streaming job, while it runs
+    slot: int | None = None  # the running slot a capped tenant's claim holds (shared.slots)
 
 
 class JobWorker:
@@ -107,7 +110,10 @@ class JobWorker:
         bind_job_in_task(message.job_id, message.trace_id)
         run = await self._claim(message, body, lane)
         if run is not None:
-            await self._execute(run)
+            try:
+                await self._execute(run)
+            finally:
+                await self._release_slot(run)
 
     async def _park(self, lane: Lane, body: str, reason: str, job_id: str | None) -> None:
         # Poison: no retry can fix it, so it goes to the DLQ now instead of after maxReceiveCount.
@@ -139,11 +145,67 @@ class JobWorker:
         try:
             claimed = await self._io(self._deps.repository.transition, claim)
         except TransitionConflictError as refused:
+            # A capped tenant's job refuses a claim without a slot; its refusal says so for free.
+            if refused.current is not None and _waits_for_slot(refused.current, lane, now):
+                return await self._claim_with_slot(
+                    refused.current, claim, lease, message, body=body, lane=lane
+                )
             await self._refused(refused.current, message, body=body, lane=lane)
             return None
         # DEBUG: the one INFO line of a job's run is "job finished" (every line is billed).
         logger.debug("claimed", extra={"attempt": claimed.attempts, "solo": self._solo, "lane": lane.value})
         return _Run(job=claimed, lease=lease, message=message)
+
+    async def _claim_with_slot(
+        self, job: JobRecord, claim: Transition, lease: Lease, message: JobMessage, *, body: str, lane: Lane
+    ) -> _Run | None:
+        """A capped tenant's job: a running slot first, carrying this claim's lease, then the same
+        claim holding it (DESIGN.md, "Fairness between tenants"). No free slot: deferred."""
+        group = message_group(job.tenant)
+        slot = await self._io(take_any, self._deps.slots, group, job.max_running, lease, claim.now)
+        if slot is None:
+            await self._defer_for_slot(job, message)
+            return None
+        try:
+            claimed = await self._io(self._deps.repository.transition, replace(claim, slot=slot))
+        except TransitionConflictError as refused:
+            await self._io(self._deps.slots.release, group, slot, lease.token)
+            await self._refused(refused.current, message, body=body, lane=lane)
+            return None
+        logger.debug("claimed", extra={"attempt": claimed.attempts, "slot": slot, "lane": lane.value})
+        return _Run(job=claimed, lease=lease, message=message, slot=slot)
+
+    async def _defer_for_slot(self, job: JobRecord, message: JobMessage) -> None:
+        """Every running slot of the tenant is held: the job comes back later as a fresh delayed
+        message (this one is deleted). Nothing is written and no attempt is charged: the job is
+        still Pending and due, as it was."""
+        wait = max(1, round(self._settings.slot_retry_seconds * (0.5 + self._deps.random())))
+        metrics.add_metric(name="SlotDeferrals", unit="Count", value=1)
+        logger.info(
+            "deferred: every running slot of the tenant is held",
+            extra={"delay_seconds": wait, "tenant": job.tenant},
+        )
+        await self._dispatch(job, message, wait)
+
+    async def _extend_slot(self, run: _Run, lease: Lease) -> None:
+        """A heartbeat extends the running slot with the lease; a slot taken over (it expired
+        before this heartbeat) means the cap no longer counts this job: hand it back."""
+        if run.slot is None:
+            return
+        try:
+            await self._io(self._deps.slots.extend, message_group(run.job.tenant), run.slot, lease)
+        except SlotLostError as lost:
+            logger.warning("the running slot was taken over after it expired; handing the job back")
+            raise ReleaseNeeded from lost
+
+    async def _release_slot(self, run: _Run) -> None:
+        """The claim is over, however it ended: free its slot (only this lease's token can)."""
+        if run.slot is None:
+            return
+        try:
+            await self._io(self._deps.slots.release, message_group(run.job.tenant), run.slot, run.lease.token)
+        except Exception:  # noqa: BLE001 - the slot frees itself at the lease's expiry anyway
+            logger.warning("the running slot was not released; it frees when the lease expires")
 
     async def _refused(self, job: JobRecord | None, message: JobMessage, *, body: str, lane: Lane) -> None:
         """A refused claim costs no model call; the job as it stood decides what the message does."""
@@ -374,6 +436,7 @@ class JobWorker:
             )
         except TransitionConflictError as conflict:
             raise LeaseLost from conflict
+        await self._extend_slot(run, lease)
         run.last_heartbeat = time.monotonic()
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             raise CancelObserved
@@ -509,6 +572,7 @@ class JobWorker:
             run.job = await self._io(write or self._deps.repository.heartbeat, run.job.job_id, lease)
         except TransitionConflictError as conflict:
             raise LeaseLost from conflict
+        await self._extend_slot(run, lease)
         run.last_heartbeat = time.monotonic()
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             raise CancelObserved
@@ -597,7 +661,13 @@ class JobWorker:
         metrics.add_metric(name=f"Jobs{run.job.status.value}", unit="Count", value=1)
         logger.info(
             "job finished",
-            extra={"status": run.job.status.value, "error_code": error.code if error else None},
+            # The tenant: on-call's top-tenants query (docs/runbook.md#noisy-tenants) counts these
+            # lines by it, rather than a custom metric paid per tenant.
+            extra={
+                "status": run.job.status.value,
+                "error_code": error.code if error else None,
+                "tenant": run.job.tenant,
+            },
         )
 
     async def _retry_or_exhaust(self, run: _Run, provider_hint: float | None) -> None:
@@ -658,7 +728,8 @@ class JobWorker:
         message being handled is kept instead (RetryLater), and comes back after its visibility
         timeout: one receive more, for a fault, not for a healthy hand-back."""
         try:
-            await self._io(self._deps.queues[Lane.of(job)].send, message, min(delay, MAX_DELAY_SECONDS))
+            fresh = JobMessage.of(job, message.trace_id)  # the body received has no group: the job says it
+            await self._io(self._deps.queues[Lane.of(job)].send, fresh, min(delay, MAX_DELAY_SECONDS))
         except Exception as error:
             logger.exception("the job could not be dispatched again; keeping its message")
             raise RetryLater from error
@@ -679,6 +750,17 @@ class JobWorker:
             await self._io(self._deps.repository.transition, transition)
         except TransitionConflictError:
             logger.info("exhausted job moved on before it could be failed")
+
+
+def _waits_for_slot(job: JobRecord, lane: Lane, now: datetime) -> bool:
+    """True when `job` refused the claim only for want of a running slot: claimable otherwise."""
+    return (
+        job.max_running > 0
+        and job.status is JobStatus.PENDING
+        and not (lane is Lane.SHARED and job.isolated)
+        and job.stalls < job.max_attempts
+        and job.dispatch_at <= now
+    )
 
 
 def _cancel_won(conflict: TransitionConflictError, run: _Run) -> bool:

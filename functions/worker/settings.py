@@ -3,10 +3,10 @@
 from pydantic import Field
 
 from shared import resources as r
-from shared.settings import JobPolicySettings
+from shared.settings import JobPolicySettings, SlotStorageSettings
 
 
-class WorkerSettings(JobPolicySettings):
+class WorkerSettings(JobPolicySettings, SlotStorageSettings):
     """Storage, queues, the provider and the timing of leases, retries and releases."""
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
@@ -31,3 +31,6 @@ class WorkerSettings(JobPolicySettings):
     output_events_table: str = Field(alias=r.ENV_OUTPUT_EVENTS_TABLE, min_length=1)
     stream_flush_bytes: int = Field(default=900, alias="STREAM_FLUSH_BYTES", ge=16, le=900)
     stream_flush_ms: int = Field(default=500, alias="STREAM_FLUSH_MS", ge=10, le=60_000)
+    # A claim of a capped tenant's job that finds every running slot held defers it this long
+    # (jittered, shared.slots): a fresh delayed message, no attempt charged.
+    slot_retry_seconds: float = Field(default=5, alias="SLOT_RETRY_SECONDS", gt=0, le=900)

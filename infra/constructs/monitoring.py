@@ -33,6 +33,8 @@ from shared.budgets import NEAR_LIMIT_PERCENT
 _GTE = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 _ONE_MINUTE = Duration.minutes(1)
 _FIVE_MINUTES = Duration.minutes(5)
+# A tenant flagged noisy for a moment is what fair queues are for; for 15 minutes, a capacity question.
+_NOISY_PERIODS = 3
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,22 @@ class Monitoring(Construct):
                 "Jobs wait in the queue longer than expected: the worker is too slow, capped or failing.",
                 "Check worker errors and throttles, the provider's rate limits, and workerMaxConcurrency.",
                 Runbook.OLDEST_MESSAGE_AGE,
+            ),
+            AlarmSpec(
+                "NoisyTenants",
+                # SQS fair queues (DESIGN.md, "Fairness between tenants"): tenants whose share of
+                # the in-flight messages or of the consumers' time makes SQS serve others first.
+                outbox.jobs_queue.metric(
+                    "ApproximateNumberOfNoisyGroups", period=_FIVE_MINUTES, statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                1,
+                "For 15 minutes at least one tenant has flooded the jobs queue: SQS serves the other "
+                "tenants first, and that tenant's jobs wait longer.",
+                "Find the tenant (the worker's `job finished` lines counted by tenant in Logs Insights), "
+                "then cap it (`outlast ops tenants set --tenant T --max-running N`), or raise "
+                "workerMaxConcurrency if every tenant is busy.",
+                Runbook.NOISY_TENANTS,
+                evaluation_periods=_NOISY_PERIODS,
             ),
             AlarmSpec(
                 "StreamIteratorAge",

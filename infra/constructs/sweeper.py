@@ -18,6 +18,7 @@ from infra import grants
 from infra.config import StageConfig
 from infra.constructs.budgets import Budgets
 from infra.constructs.documents import Documents
+from infra.constructs.fairness import Fairness
 from infra.constructs.outbox import Outbox
 from infra.constructs.storage import Storage
 from infra.environment import sweeper_environment
@@ -41,6 +42,7 @@ class Sweeper(Construct):
         outbox: Outbox,
         budgets: Budgets,
         documents: Documents,
+        fairness: Fairness,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = factory.create(
@@ -56,6 +58,7 @@ class Sweeper(Construct):
                     isolation_queue_url=outbox.isolation_queue.queue_url,
                     budgets_table=budgets.table.table_name,
                     documents_table=documents.table.table_name,
+                    slots_table=fairness.slots_table.table_name,
                 ),
                 # Shorter than the default schedule's period, so runs rarely overlap.
                 timeout=Duration.seconds(55),
@@ -81,6 +84,8 @@ class Sweeper(Construct):
             indexes=[r.BUDGET_CHECK_INDEX],
         )
         documents.grant_pin_repair(self.function)
+        # An expired claim's running slot, released by its own token (a conditional DeleteItem).
+        grants.grant_table(fairness.slots_table, self.function, ["DeleteItem"])
         grants.grant_send(outbox.jobs_queue, self.function)
         grants.grant_send(outbox.isolation_queue, self.function)
         self.rule = events.Rule(

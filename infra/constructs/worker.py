@@ -16,6 +16,7 @@ from constructs import Construct
 
 from infra import grants, nag
 from infra.config import WORKER_BATCH_SIZE, WORKER_BATCH_WINDOW_SECONDS, StageConfig
+from infra.constructs.fairness import Fairness
 from infra.constructs.outbox import Outbox
 from infra.constructs.storage import Storage
 from infra.constructs.streaming import Streaming
@@ -39,6 +40,7 @@ class Worker(Construct):
         storage: Storage,
         outbox: Outbox,
         streaming: Streaming,
+        fairness: Fairness,
     ) -> None:
         super().__init__(scope, construct_id)
         # Created with a random placeholder; the operator stores the real key (docs/deploy.md).
@@ -68,6 +70,7 @@ class Worker(Construct):
                     isolation_dlq_url=outbox.isolation_dead_letter_queue.queue_url,
                     openai_secret_arn=self.openai_secret.secret_arn,
                     output_events_table=streaming.table.table_name,
+                    slots_table=fairness.slots_table.table_name,
                 ),
                 timeout=Duration.seconds(config.worker_timeout_seconds),
                 memory_mb=config.worker_memory_mb,
@@ -77,6 +80,9 @@ class Worker(Construct):
         # Claim, heartbeat, progress and transitions (UpdateItem), the input (GetItem), results and step
         # checkpoints (PutItem), a multi-step job's checkpoints (Query of its own partition).
         grants.grant_table(storage.jobs_table, self.function, ["GetItem", "PutItem", "UpdateItem", "Query"])
+        # A capped tenant's running slot: taken (a conditional PutItem), extended by heartbeats
+        # (UpdateItem), released by its token (DeleteItem).
+        grants.grant_table(fairness.slots_table, self.function, ["PutItem", "UpdateItem", "DeleteItem"])
         # Inputs, and results: every claim after the first (and every redrive) looks for a result an
         # earlier claim stored and never recorded, to adopt it instead of paying for the call again.
         grants.grant_objects(

@@ -1,4 +1,4 @@
-"""`python -m outlast.bench [--quick] [--only cost,worker,...,ingest]`: run, then report.
+"""`python -m outlast.bench [--quick] [--only SECTION,...]`: run the benchmarks, then report.
 
 Sections not run this time are kept from the existing docs/benchmarks.json, so `--only` refreshes
 one section without losing the others (each section carries when and how it was made).
@@ -20,9 +20,19 @@ from outlast.bench import report
 from outlast.bench.stats import load_average, machine
 from outlast.local.synth import PROJECT_ROOT
 
-SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline", "streaming", "ingest", "documentsubmit")
+SECTIONS = (
+    "worker",
+    "cost",
+    "longinput",
+    "coldstart",
+    "pipeline",
+    "streaming",
+    "ingest",
+    "documentsubmit",
+    "noisy",
+)
 # Sections that start a whole local stack of their own (the others share the in-process harness).
-STACK_SECTIONS = ("pipeline", "streaming")
+STACK_SECTIONS = ("pipeline", "streaming", "noisy")
 # Sections that need neither the harness nor a stack (the ingest's extraction, in its own child).
 PLAIN_SECTIONS = ("ingest",)
 
@@ -42,15 +52,31 @@ class Sizes:
     pipeline_clients: int
     long_input_bytes: int
     streaming_jobs: int
+    noisy_a_jobs: int  # the flooding tenant's jobs
+    noisy_b_jobs: int  # the quiet tenant's, alone and under the flood
     ingest_pages: int = 300
     ingest_repeats: int = 5
     document_submit_repeats: int = 5
     document_submit_bytes: int = 8 * 1024 * 1024 - 1024
 
 
-FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40)
+FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40, 500, 20)
 QUICK = Sizes(
-    10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576, 10, ingest_repeats=2, document_submit_repeats=2
+    10,
+    1,
+    10,
+    2.0,
+    2,
+    3,
+    (100, 1000),
+    48,
+    8,
+    1_048_576,
+    10,
+    150,
+    10,
+    ingest_repeats=2,
+    document_submit_repeats=2,
 )
 # For the test suite: the code paths with tiny sizes; the numbers mean nothing.
 SMOKE = Sizes(
@@ -64,6 +90,8 @@ SMOKE = Sizes(
     4,
     2,
     60_000,
+    2,
+    4,
     2,
     ingest_pages=3,
     ingest_repeats=1,
@@ -207,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         from outlast.bench import ingest  # noqa: PLC0415 - only this section needs it
 
         results["ingest"] = ingest.run(pages=sizes.ingest_pages, repeats=sizes.ingest_repeats, say=_say)
+    if "noisy" in arguments.sections:
+        from outlast.bench import noisy  # noqa: PLC0415 - only this section needs it
+
+        results["noisy"] = noisy.run(a_jobs=sizes.noisy_a_jobs, b_jobs=sizes.noisy_b_jobs, say=_say)
+        _say_denials("noisy neighbour", results["noisy"]["iamDenials"])
     stamp["loadAverageAfter"] = load_average()
     stamp["seconds"] = round(time.monotonic() - began, 1)
     document = {key: value for key, value in previous.items() if key in SECTIONS}

@@ -86,15 +86,18 @@ def _to_stderr(line: str) -> None:
     sys.stderr.flush()
 
 
-def serve(port: int) -> None:
-    """The child process: `outlast local up` with the housekeeping loops paused (see the module)."""
+def serve(port: int, context: str = "{}") -> None:
+    """The child process: `outlast local up` with the housekeeping loops paused (see the module);
+    `context`, as JSON: stage settings of the bench's own (then its own cloud assembly)."""
     stop = StopSignals().install()
+    settings = json.loads(context)
     options = LocalOptions(
         port=port,
         environment=dict(STACK_ENVIRONMENT),
         schedule_seconds=HOUSEKEEPING_PAUSE_SECONDS,
         reap_seconds=HOUSEKEEPING_PAUSE_SECONDS,
         log=_to_stderr,
+        **({"context": settings, "cdk_out": PROJECT_ROOT / "cdk.out.bench"} if settings else {}),
     )
     stack = LocalStack(options)
     try:
@@ -106,10 +109,12 @@ def serve(port: int) -> None:
         stack.stop()
 
 
-def start_stack(say: Callable[[str], None]) -> LocalStackProcess:
-    """Start the local stack (default cloud assembly) on a free port and wait for `ready:`."""
+def start_stack(say: Callable[[str], None], context: dict[str, str] | None = None) -> LocalStackProcess:
+    """Start the local stack (default cloud assembly, unless `context` sets stage settings) on a free
+    port and wait for `ready:`."""
     port = free_port()
-    arguments = [sys.executable, "-c", f"from outlast.bench.pipeline import serve; serve({port})"]
+    code = f"from outlast.bench.pipeline import serve; serve({port}, {json.dumps(json.dumps(context or {}))})"
+    arguments = [sys.executable, "-c", code]
     STATE_DIR.mkdir(exist_ok=True)
     log = (STATE_DIR / "bench-stack.log").open("w")
     say(f"pipeline: starting the local stack on port {port} (log: .local/bench-stack.log)")

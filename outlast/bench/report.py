@@ -60,8 +60,8 @@ def markdown(document: dict[str, Any]) -> str:
     parts = [
         "# Benchmarks\n",
         "Written by `make bench` (`python -m outlast.bench`, `BENCH_ARGS=--quick` for a short run, "
-        "`--only cost,worker,longinput,coldstart,pipeline,streaming,ingest,documentsubmit` for some "
-        "sections); do not edit by hand. The same numbers are in [benchmarks.json](benchmarks.json). "
+        "`--only cost,worker,longinput,coldstart,pipeline,streaming,ingest,documentsubmit,noisy` for "
+        "some sections); do not edit by hand. The same numbers are in [benchmarks.json](benchmarks.json). "
         "Everything here runs on one machine: "
         "the functions' real handlers against moto and the local model server. Timings are local "
         "proxies, noisy on a shared machine; each section says how it was measured, the spread of "
@@ -84,6 +84,10 @@ def markdown(document: dict[str, Any]) -> str:
         parts.append(_ingest(document["ingest"]))
     if "documentsubmit" in document:
         parts.append(_document_submit(document["documentsubmit"]))
+    if "noisy" in document:
+        from outlast.bench.noisy import markdown as noisy_markdown  # noqa: PLC0415 - its section only
+
+        parts.append(noisy_markdown(document["noisy"], _stamp(document["noisy"])))
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -25,6 +25,10 @@ FAST_CONTEXT = {
     "releaseMarginSeconds": "5",
     "defaultMonthlyTokens": str(CHAOS_MONTHLY_TOKENS),
 }
+# Chaos runs with a running cap on every tenant (DESIGN.md, "Fairness between tenants"), so its
+# faults also hit slots being taken, extended and released, and claims deferred for want of one.
+CHAOS_MAX_RUNNING_PER_TENANT = 4
+CHAOS_CONTEXT = {**FAST_CONTEXT, "maxRunningPerTenant": str(CHAOS_MAX_RUNNING_PER_TENANT)}
 SCHEDULE_SECONDS = 2
 START_TIMEOUT_SECONDS = 300  # a first synth plus cold processes on a busy two-core machine
 
@@ -89,7 +93,7 @@ class StackProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         arguments = [sys.executable, "-m", "outlast.cli", "local", "up", "--port", str(self.port)]
         arguments += ["--cdk-out", str(self.cdk_out), "--schedule-seconds", str(SCHEDULE_SECONDS)]
-        for key, value in FAST_CONTEXT.items():
+        for key, value in CHAOS_CONTEXT.items():
             arguments += ["--context", f"{key}={value}"]
         arguments += ["--chaos", self.spec.to_json()]
         self._log = self.log_path.open("w", encoding="utf-8")

@@ -12,12 +12,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from outlast.local.fair_queue import FairScheduler
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
@@ -187,8 +190,27 @@ class StreamSource:
 
 
 @dataclass
+class _Held:
+    """A message received and not yet handed out; `since` is when its visibility last began."""
+
+    message: dict[str, Any]
+    since: float
+
+    @property
+    def group(self) -> str | None:
+        group = self.message.get("Attributes", {}).get("MessageGroupId")
+        return str(group) if group is not None else None
+
+
+@dataclass
 class SqsSource:
-    """An SQS -> function mapping with ReportBatchItemFailures."""
+    """An SQS -> function mapping with ReportBatchItemFailures, delivering as a fair queue.
+
+    The mapping's pollers share one source: what they received waits in one look-ahead buffer
+    (at most `lookahead` messages, their visibility extended while they wait, which does not
+    count a receive), and the fair-queue scheduler picks each batch from it (see
+    outlast.local.fair_queue: an emulation of SQS fair queues as AWS documents them).
+    """
 
     sqs: SQSClient
     queue_url: str
@@ -198,6 +220,11 @@ class SqsSource:
     batching_window_seconds: float = 0.0
     report_item_failures: bool = True
     region: str = "us-east-1"
+    lookahead: int = 1000
+    scheduler: FairScheduler = field(default_factory=lambda: FairScheduler(time.monotonic))
+    _buffer: list[_Held] = field(default_factory=list, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _visibility: float | None = field(default=None, init=False, repr=False)
 
     def poll(self, idle_sleep: float = 0.2) -> int:
         """Gather one batch (up to batch_size or the batching window) and deliver it.
@@ -212,23 +239,61 @@ class SqsSource:
         return len(messages)
 
     def _gather(self) -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = []
         window_ends = time.monotonic() + self.batching_window_seconds
-        while len(messages) < self.batch_size:
+        while True:
+            with self._lock:
+                self._refill()
+                ready = len(self._buffer)
+                if ready >= self.batch_size or (ready and time.monotonic() >= window_ends) or not ready:
+                    taken = self.scheduler.take(self._buffer, lambda held: held.group, self.batch_size)
+                    for held in taken:
+                        self._buffer.remove(held)
+                    return [held.message for held in taken]
+            time.sleep(min(0.1, max(0.0, window_ends - time.monotonic())))
+
+    def _refill(self) -> None:
+        """Receive until the queue has nothing visible or the buffer is full; keep the held visible to us."""
+        while len(self._buffer) < self.lookahead:
             response = self.sqs.receive_message(
                 QueueUrl=self.queue_url,
-                MaxNumberOfMessages=min(10, self.batch_size - len(messages)),
+                MaxNumberOfMessages=min(10, self.lookahead - len(self._buffer)),
                 WaitTimeSeconds=0,
                 AttributeNames=["All"],
                 MessageAttributeNames=["All"],
             )
             received = response.get("Messages", [])
-            messages.extend(dict(m) for m in received)
-            if not messages or time.monotonic() >= window_ends:
+            now = time.monotonic()
+            self._buffer.extend(_Held(dict(m), now) for m in received)
+            if len(received) < 10:
                 break
-            if not received:
-                time.sleep(min(0.1, max(0.0, window_ends - time.monotonic())))
-        return messages
+        self._extend_held()
+
+    def _extend_held(self) -> None:
+        # A message held past half its visibility timeout gets a fresh one: it must not come back
+        # to another receive while it waits here (a second receive would count as a crash).
+        if self._visibility is None:
+            attributes = self.sqs.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["VisibilityTimeout"]
+            )["Attributes"]
+            self._visibility = float(attributes.get("VisibilityTimeout", 30))
+        now = time.monotonic()
+        due = [held for held in self._buffer if now - held.since > self._visibility / 2]
+        for start in range(0, len(due), 10):
+            chunk = due[start : start + 10]
+            with contextlib.suppress(Exception):  # a handle gone stale: the message comes back anyway
+                self.sqs.change_message_visibility_batch(
+                    QueueUrl=self.queue_url,
+                    Entries=[
+                        {
+                            "Id": str(i),
+                            "ReceiptHandle": held.message["ReceiptHandle"],
+                            "VisibilityTimeout": int(self._visibility),
+                        }
+                        for i, held in enumerate(chunk)
+                    ],
+                )
+            for held in chunk:
+                held.since = now
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         attributes = {
@@ -249,10 +314,14 @@ class SqsSource:
         }
 
     def _deliver(self, messages: list[dict[str, Any]]) -> None:
+        started = time.monotonic()
         try:
             response = self.invoke({"Records": [self._record(m) for m in messages]})
         except FunctionError:
             return  # nothing is deleted: every message comes back after its visibility timeout
+        finally:
+            groups = [m.get("Attributes", {}).get("MessageGroupId") for m in messages]
+            self.scheduler.finished(groups, time.monotonic() - started)
         failed = {
             str(f["itemIdentifier"])
             for f in ((response or {}).get("batchItemFailures", []) if self.report_item_failures else [])

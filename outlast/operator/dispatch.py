@@ -147,7 +147,7 @@ def dispatch(
         f"redriveCount {written.redrive_count}"
     )
     try:
-        queues[lane].send(JobMessage(job_id=job.job_id, trace_id=trace_id or uuid.uuid4().hex))
+        queues[lane].send(JobMessage.of(job, trace_id or uuid.uuid4().hex))
     except AWS_ERRORS as error:
         return Dispatched(
             Result.FAILED,

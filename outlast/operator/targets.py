@@ -36,9 +36,11 @@ from infra.names import (
     Output,
 )
 from outlast.operator.budgets import OperatorBudgets
+from outlast.operator.tenants import OperatorTenants
 from shared.adapters.dynamo_errors import error_code
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
+from shared.adapters.dynamodb_tenants import DynamoTenantSettings
 from shared.adapters.dynamodb_webhooks import DynamoEndpointStore
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
@@ -74,6 +76,8 @@ class Resources:
     # Token budgets; None for a stack deployed before them (its jobs reserve nothing).
     budgets_table: str | None = None
     default_monthly_tokens: int = 0
+    # Fairness: the stage's running cap for tenants without their own (0: no cap).
+    max_running_per_tenant: int = 0
     # The stage's settings (outputs); None on a stack deployed before they were published.
     dispatch_grace_seconds: int | None = None
     max_crashes: int | None = None
@@ -184,6 +188,16 @@ class Target:
         )
 
     @cached_property
+    def tenants(self) -> OperatorTenants | None:
+        """Tenants' running caps, beside their budgets (None: the stack has no budgets table)."""
+        if self.resources.budgets_table is None:
+            return None
+        return OperatorTenants(
+            DynamoTenantSettings(self.dynamodb, self.resources.budgets_table),
+            self.resources.max_running_per_tenant,
+        )
+
+    @cached_property
     def queues(self) -> dict[Lane, JobQueue]:
         """The jobs queue and the isolation queue (each with its DLQ), by lane, through the
         functions' own adapter: a job is sent to the queue of `Lane.of(job)`, as the sweeper does."""
@@ -224,6 +238,7 @@ def local_target(port: int) -> Target:
         webhooks_dlq_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
         budgets_table=_optional(state["tables"], BUDGETS + BUDGETS_TABLE),
         default_monthly_tokens=int(state.get("outputs", {}).get(Output.DEFAULT_MONTHLY_TOKENS, 0)),
+        max_running_per_tenant=int(state.get("outputs", {}).get(Output.MAX_RUNNING_PER_TENANT, 0)),
         **_stage_settings(state.get("outputs", {})),
     )
     return Target(
@@ -281,6 +296,7 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         webhooks_dlq_url=outputs.get(Output.WEBHOOKS_DLQ_URL),
         budgets_table=outputs.get(Output.BUDGETS_TABLE_NAME),
         default_monthly_tokens=int(outputs.get(Output.DEFAULT_MONTHLY_TOKENS, "0")),
+        max_running_per_tenant=int(outputs.get(Output.MAX_RUNNING_PER_TENANT, "0")),
         **_stage_settings(outputs),
     )
 

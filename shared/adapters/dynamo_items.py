@@ -38,6 +38,9 @@ RESULT_ATTEMPT_ATTRIBUTE = "resultAttempt"
 DOCUMENT_ID_ATTRIBUTE = "documentId"
 DOCUMENT_SHA256_ATTRIBUTE = "documentSha256"
 USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
+# Fairness: the tenant's running cap copied at submit, and the slot a capped claim holds.
+MAX_RUNNING_ATTRIBUTE = "maxRunning"
+SLOT_ATTRIBUTE = "slot"
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
 INPUT_SORT_VALUE = "INPUT"
@@ -137,6 +140,8 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         RESULT_ATTEMPT_ATTRIBUTE: job.result_attempt,
         DOCUMENT_ID_ATTRIBUTE: job.document_id,
         DOCUMENT_SHA256_ATTRIBUTE: job.document_sha256,
+        MAX_RUNNING_ATTRIBUTE: job.max_running or None,
+        SLOT_ATTRIBUTE: job.slot,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -227,6 +232,8 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         result_attempt=values.get(RESULT_ATTEMPT_ATTRIBUTE),
         document_id=values.get(DOCUMENT_ID_ATTRIBUTE),
         document_sha256=values.get(DOCUMENT_SHA256_ATTRIBUTE),
+        max_running=values.get(MAX_RUNNING_ATTRIBUTE, 0),
+        slot=values.get(SLOT_ATTRIBUTE),
     )
 
 
@@ -259,6 +266,7 @@ def fits_in_job_item(
                 "completed_steps": 9_999,
                 "usage": usage,
                 "output_attempt": 999 if job.stream else 0,
+                "slot": 9_999 if job.max_running else None,
             }
         )
     else:

@@ -2,6 +2,8 @@
 
 Items (pk / sk):
 - `TENANT#{tenant}` / `LIMIT`: `monthlyTokens`, the tenant's own limit (0: none), set by operators.
+- `TENANT#{tenant}` / `RUNNING`: `maxRunning`, the tenant's own running cap (shared.adapters.
+  dynamodb_tenants), read with the limit by the submit's one budget read.
 - `TENANT#{tenant}` / `PERIOD#{YYYY-MM}`: `usedTokens`, `reservedTokens` and `committedTokens`
   (their sum: a condition expression cannot add, so the sum the limit is checked against is kept
   as its own attribute, changed by the same writes).
@@ -31,6 +33,7 @@ from shared import resources as r
 from shared.adapters.due_index import query_due
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import deserialize, serialize
+from shared.adapters.dynamodb_tenants import MAX_RUNNING, RUNNING_SORT_KEY, running_key, tenant_pk
 from shared.budgets import (
     BudgetState,
     Reservation,
@@ -65,11 +68,6 @@ _NAMES = {
     "#committed": "committedTokens",
     "#ttl": r.TTL_ATTRIBUTE,
 }
-
-
-def tenant_pk(tenant: str) -> str:
-    """The partition of a tenant's limit and counters."""
-    return f"TENANT#{tenant}"
 
 
 def limit_key(tenant: str) -> dict[str, Any]:
@@ -140,10 +138,11 @@ class DynamoBudgetLedger:
     # --- BudgetLedger ------------------------------------------------------------------------
 
     def state(self, tenant: str, period: str) -> BudgetState:
-        """The limit item and the period's counter in one BatchGetItem (eventually consistent: a
-        limit an operator just set applies within a second)."""
+        """The limit item, the period's counter and the running cap in one BatchGetItem (eventually
+        consistent: a limit an operator just set applies within a second)."""
         found: dict[str, dict[str, Any]] = {}
-        request: Any = {self._table: {"Keys": [limit_key(tenant), counter_key(tenant, period)]}}
+        keys = [limit_key(tenant), counter_key(tenant, period), running_key(tenant)]
+        request: Any = {self._table: {"Keys": keys}}
         while request:
             with storage_errors():
                 response = self._client.batch_get_item(RequestItems=request)
@@ -153,12 +152,14 @@ class DynamoBudgetLedger:
             request = response.get("UnprocessedKeys") or None
         limit = found.get("LIMIT")
         counter = found.get(f"PERIOD#{period}", {})
+        running = found.get(RUNNING_SORT_KEY)
         return BudgetState(
             tenant=tenant,
             period=period,
             configured_limit=int(limit["monthlyTokens"]) if limit is not None else None,
             used=int(counter.get("usedTokens", 0)),
             reserved=int(counter.get("reservedTokens", 0)),
+            configured_max_running=int(running[MAX_RUNNING]) if running is not None else None,
         )
 
     def reserve(self, reservation: Reservation, limit: int) -> ReserveResult:

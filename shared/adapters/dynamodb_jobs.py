@@ -15,10 +15,12 @@ from shared.adapters.dynamo_items import (
     EXTRA_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_OUTPUT_TOKENS_ATTRIBUTE,
     INPUT_BODY_ATTRIBUTE,
+    MAX_RUNNING_ATTRIBUTE,
     OUTPUT_ATTEMPT_ATTRIBUTE,
     RESULT_ATTEMPT_ATTRIBUTE,
     RESULT_BODY_ATTRIBUTE,
     RESULT_USAGE_COUNTED_ATTRIBUTE,
+    SLOT_ATTRIBUTE,
     USAGE_ESTIMATED_ATTRIBUTE,
     budget_to_values,
     fits_in_job_item,
@@ -350,6 +352,7 @@ def _transition_update(t: Transition) -> UpdateBuilder:
         _new_run_budget(update, t)
     if t.new_lease is not None:
         update.set("leaseToken", t.new_lease.token).set("leaseExpiresAt", to_iso(t.new_lease.expires_at))
+        _claim_slot(update, t)
     elif t.target not in _LEASE_STATUSES:
         update.remove("leaseToken", "leaseExpiresAt")
     _set_index_and_fields(update, t)
@@ -369,6 +372,17 @@ def _count_claim(update: UpdateBuilder, t: Transition) -> None:
         update.remove("solo")
     if t.require_not_isolated:
         update.require(f"attribute_not_exists({update.name('isolated')})")
+
+
+def _claim_slot(update: UpdateBuilder, t: Transition) -> None:
+    """A capped job (maxRunning set at submit) is claimed only with a running slot in hand, and
+    records which; an uncapped one only without (DESIGN.md, "Fairness between tenants")."""
+    max_running = update.name(MAX_RUNNING_ATTRIBUTE)
+    if t.slot is None:
+        update.require(f"attribute_not_exists({max_running})")
+    else:
+        update.require(f"attribute_exists({max_running})")
+        update.set(SLOT_ATTRIBUTE, t.slot)
 
 
 def _renew(update: UpdateBuilder) -> None:

@@ -14,10 +14,12 @@ from infra.names import (
     CONNECTIONS_TABLE,
     DOCUMENTS,
     DOCUMENTS_TABLE,
+    FAIRNESS,
     IDEMPOTENCY_TABLE,
     JOBS_TABLE,
     OUTPUT_EVENTS_TABLE,
     REALTIME,
+    SLOTS_TABLE,
     STORAGE,
     STREAMING,
     WEBHOOKS,
@@ -36,6 +38,7 @@ TABLES = [
     (WEBHOOKS, WEBHOOKS_TABLE),
     (STREAMING, OUTPUT_EVENTS_TABLE),
     (DOCUMENTS, DOCUMENTS_TABLE),
+    (FAIRNESS, SLOTS_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

@@ -79,6 +79,7 @@ def test_openai_base_url_is_set_only_when_configured():
         "isolation_dlq_url": "id",
         "openai_secret_arn": "s",
         "output_events_table": "e",
+        "slots_table": "sl",
     }
 
     assert "OPENAI_BASE_URL" not in worker_environment(_config(), **names)

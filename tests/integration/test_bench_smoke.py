@@ -107,8 +107,9 @@ def test_cost_prices_provisioned_capacity_beside_on_demand(report: tuple[dict[st
     }
     dynamo = provisioned["dynamodbUsdPerMillionJobs"]
     assert 0 < dynamo["provisioned"] < dynamo["onDemand"]
-    # And the idle floor of provisioned capacity is stated (7 scaled tables and 5 indexes)
-    assert provisioned["fixedMonthly"]["scaledResources"] == 12
+    # And the idle floor of provisioned capacity is stated (8 scaled tables, the running slots' one
+    # included, and 5 indexes)
+    assert provisioned["fixedMonthly"]["scaledResources"] == 13
     assert _positive(provisioned["fixedMonthly"]["totalUsdPerMonth"])
     assert "Provisioned capacity (`billingMode=provisioned`)" in markdown
 

@@ -232,6 +232,8 @@ for command in (
     "jobs redrive " + UNKNOWN_JOB,
     "budgets set --tenant acme --unlimited",
     "budgets show",
+    "tenants set --tenant acme --max-running 3",
+    "tenants show --tenant acme",
     "webhooks add --tenant acme --url " + PUBLIC_URL,
     "webhooks list",
     "webhooks remove " + UNKNOWN_ENDPOINT,
@@ -290,6 +292,12 @@ reaches("ops budgets set", ExitCode.OK)(
 )
 reaches("ops budgets show", ExitCode.OK)(
     lambda ops_world: _ops(ops_world, "budgets", "show", "--tenant", "acme")
+)
+reaches("ops tenants set", ExitCode.OK)(
+    lambda ops_world: _ops(ops_world, "tenants", "set", "--tenant", "acme", "--max-running", "3")
+)
+reaches("ops tenants show", ExitCode.OK)(
+    lambda ops_world: _ops(ops_world, "tenants", "show", "--tenant", "acme")
 )
 reaches("ops webhooks add", ExitCode.OK)(
     lambda ops_world: _ops(ops_world, "webhooks", "add", "--tenant", "acme", "--url", PUBLIC_URL)

@@ -26,6 +26,7 @@ class TestResources:
     output_events_table: str
     documents_table: str = ""
     documents_bucket: str = ""
+    slots_table: str = ""
 
     def environment(self) -> dict[str, str]:
         """The environment the CDK app gives the API functions, for these resources."""
@@ -38,6 +39,7 @@ class TestResources:
             r.ENV_CURSOR_SECRET: self.cursor_secret_arn,
             r.ENV_BUDGETS_TABLE: self.budgets_table,
             r.ENV_OUTPUT_EVENTS_TABLE: self.output_events_table,
+            r.ENV_SLOTS_TABLE: self.slots_table,
         }
 
 
@@ -124,6 +126,16 @@ def output_events_table_definition(name: str) -> dict[str, Any]:
     }
 
 
+def slots_table_definition(name: str) -> dict[str, Any]:
+    """The running slots table as the Fairness construct defines it: one key, no stream."""
+    return {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [{"AttributeName": r.SLOTS_PARTITION_KEY, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": r.SLOTS_PARTITION_KEY, "AttributeType": "S"}],
+    }
+
+
 def create_resources(endpoint: str) -> TestResources:
     """Fresh tables, bucket and cursor secret with unique names, so tests never share state."""
     suffix = secrets.token_hex(4)
@@ -134,6 +146,7 @@ def create_resources(endpoint: str) -> TestResources:
         cursor_secret_arn="",
         budgets_table=f"budgets-{suffix}",
         output_events_table=f"output-events-{suffix}",
+        slots_table=f"slots-{suffix}",
     )
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
     dynamodb.create_table(**jobs_table_definition(names.jobs_table))
@@ -145,6 +158,7 @@ def create_resources(endpoint: str) -> TestResources:
     )
     dynamodb.create_table(**budgets_table_definition(names.budgets_table))
     dynamodb.create_table(**output_events_table_definition(names.output_events_table))
+    dynamodb.create_table(**slots_table_definition(names.slots_table))
     boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(Bucket=names.bucket)
     secret = boto3.client("secretsmanager", endpoint_url=endpoint, region_name=REGION).create_secret(
         Name=f"cursor-{suffix}", SecretString=secrets.token_urlsafe(32)
@@ -160,6 +174,7 @@ def create_resources(endpoint: str) -> TestResources:
         cursor_secret_arn=secret["ARN"],
         budgets_table=names.budgets_table,
         output_events_table=names.output_events_table,
+        slots_table=names.slots_table,
     )
 
 

@@ -21,6 +21,7 @@ from shared.lifecycle import JobStatus
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Transition
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, InMemoryStepStore, job_record
 from tests.output_fakes import InMemoryOutputEventStore
+from tests.slot_fakes import InMemorySlotStore
 
 USAGE = Usage(input_tokens=40, output_tokens=7)
 TRACE = "trace-1"
@@ -34,6 +35,8 @@ class RecordingQueue:
         self.parked: list[tuple[str, str | None]] = []
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        # As SqsJobQueue: every job message goes out in its tenant's group.
+        assert message.group, "a job message is sent with its tenant's MessageGroupId"
         self.sent.append((message, delay_seconds))
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
@@ -75,6 +78,7 @@ class World:
         self.events = InMemoryOutputEventStore()
         self.provider = provider or CountingProvider()
         self.queues = {Lane.SHARED: RecordingQueue(), Lane.ISOLATION: RecordingQueue()}
+        self.slots = InMemorySlotStore()
         self.settings = WorkerSettings.model_validate(
             {
                 r.ENV_JOBS_TABLE: "jobs",
@@ -86,6 +90,7 @@ class World:
                 r.ENV_ISOLATION_DLQ_URL: "https://isolation-dlq",
                 r.ENV_OPENAI_SECRET: "secret",
                 r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
+                r.ENV_SLOTS_TABLE: "slots",
                 "HEARTBEAT_SECONDS": "0.05",
                 **settings,
             }
@@ -96,6 +101,7 @@ class World:
         return WorkerDependencies(
             settings=self.settings,
             repository=self.repository,
+            slots=self.slots,
             payloads=self.payloads,
             steps=self.steps,
             events=self.events,
@@ -135,12 +141,12 @@ class World:
 
 def handed_back(world: World, job: JobRecord) -> JobRecord:
     """The job after the worker handed it back: Pending, due later, and a fresh message of it
-    (same job, same trace) sent to its lane's queue, delayed until then."""
+    (same job, same trace, its tenant's group) sent to its lane's queue, delayed until then."""
     current = world.current(job)
     assert current.status is JobStatus.PENDING
     assert current.dispatch_at > world.clock.now()
     [(message, delay)] = world.queues[Lane.of(current)].sent
-    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE)
+    assert message == JobMessage(job_id=job.job_id, trace_id=TRACE, group=job.tenant)
     assert delay == (current.dispatch_at - world.clock.now()).total_seconds()
     world.queues[Lane.of(current)].sent.clear()
     return current

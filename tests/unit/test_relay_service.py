@@ -15,6 +15,7 @@ from shared.adapters.sqs_queue import SqsJobQueue, encode_message
 from shared.ports import JobMessage
 
 TRACE = "1-67a1b2c3-abcdef0123456789abcdef01"
+TENANT = "acme"
 
 
 def stream_record(
@@ -28,6 +29,7 @@ def stream_record(
         r.TYPE_ATTRIBUTE: {"S": item_type},
         "jobId": {"S": job_id},
         "status": {"S": "Pending"},
+        r.LIST_INDEX_PARTITION: {"S": f"{TENANT}#user-1"},
     }
     return {
         "eventID": uuid.uuid4().hex,
@@ -58,6 +60,8 @@ class FakeJobQueue:
         self.batches: list[list[JobMessage]] = []
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
+        # As SqsJobQueue: every job message goes out in its tenant's group.
+        assert all(m.group for m in messages), "a job message is sent with its tenant's MessageGroupId"
         self.batches.append(list(messages))
         return [m for m in messages if self.rejects(m)]
 
@@ -96,7 +100,9 @@ class TestWhatIsDispatched:
         response = relay_records(records, queue, TRACE)
 
         # Then one message each, the job id and the invocation's trace id only, and no failure
-        assert queue.sent == [JobMessage(job_id=job_id_of(rec), trace_id=TRACE) for rec in records]
+        assert queue.sent == [
+            JobMessage(job_id=job_id_of(rec), trace_id=TRACE, group=TENANT) for rec in records
+        ]
         assert response == {"batchItemFailures": []}
 
     @pytest.mark.parametrize(
@@ -119,7 +125,7 @@ class TestWhatIsDispatched:
         response = relay_records(records, queue, TRACE)
 
         # Then only the job INSERT was dispatched, and the other is not a failure either
-        assert queue.sent == [JobMessage(job_id=job_id_of(wanted), trace_id=TRACE)]
+        assert queue.sent == [JobMessage(job_id=job_id_of(wanted), trace_id=TRACE, group=TENANT)]
         assert response == {"batchItemFailures": []}
 
     def test_an_uppercase_job_id_is_dispatched_in_canonical_form(self) -> None:
@@ -128,7 +134,7 @@ class TestWhatIsDispatched:
 
         relay_records([stream_record("300", job_id=job_id.upper())], queue, TRACE)
 
-        assert queue.sent == [JobMessage(job_id=job_id, trace_id=TRACE)]
+        assert queue.sent == [JobMessage(job_id=job_id, trace_id=TRACE, group=TENANT)]
 
     @pytest.mark.parametrize(
         "unreadable",
@@ -223,7 +229,7 @@ class FakeSqsClient:
 
 
 def messages(count: int) -> list[JobMessage]:
-    return [JobMessage(job_id=str(uuid.uuid4()), trace_id=TRACE) for _ in range(count)]
+    return [JobMessage(job_id=str(uuid.uuid4()), trace_id=TRACE, group=TENANT) for _ in range(count)]
 
 
 class TestSendBatchChunking:

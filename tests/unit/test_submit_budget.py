@@ -390,3 +390,38 @@ def test_a_long_job_reserves_every_step(deps: SubmitDependencies, ledger: InMemo
     assert plan.total_steps > 1
     assert job.budget is not None
     assert job.budget.tokens == reservation_tokens(plan) > len(text.encode())
+
+
+# --- the running cap, copied from the same read (DESIGN.md, "Fairness between tenants") -------
+
+
+def test_the_tenants_running_cap_is_copied_onto_the_job_from_the_one_budget_read(
+    repository: InMemoryJobRepository,
+    payloads: InMemoryPayloadStore,
+    clock: FakeClock,
+    ledger: InMemoryBudgetLedger,
+) -> None:
+    # Given a stage capping tenants at 4, acme capped at 2 by an operator, globex on the default
+    ledger.max_running["acme"] = 2
+    deps = SubmitDependencies(
+        settings(DEFAULT_MAX_RUNNING_PER_TENANT="4"),
+        repository,
+        payloads,
+        clock,
+        ledger,
+        InMemoryDocumentRepository(),
+        InMemoryDocumentObjects(),
+    )
+
+    # When each submits
+    capped = submit(deps).job
+    default = submit(deps, "key-2", OTHER_TENANT).job
+
+    # Then each job carries its tenant's cap, and the submit read the budget once for it
+    assert (capped.max_running, default.max_running) == (2, 4)
+    assert ledger.reads == ["state", "state"]
+    assert repository.jobs[capped.job_id].max_running == 2
+
+
+def test_no_cap_anywhere_leaves_the_job_uncapped(deps: SubmitDependencies) -> None:
+    assert submit(deps).job.max_running == 0

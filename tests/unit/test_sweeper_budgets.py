@@ -25,6 +25,7 @@ from shared.ports import JobMessage, Lane
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.document_fakes import InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+from tests.slot_fakes import InMemorySlotStore
 
 GRACE = timedelta(seconds=900)
 CLAIM_TTL = timedelta(hours=24)
@@ -60,6 +61,7 @@ def deps(
             r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
             r.ENV_BUDGETS_TABLE: "budgets",
             r.ENV_DOCUMENTS_TABLE: "documents",
+            r.ENV_SLOTS_TABLE: "slots",
         }
     )
     return SweeperDependencies(
@@ -70,6 +72,7 @@ def deps(
         clock=clock,
         budgets=ledger,
         documents=InMemoryDocumentRepository(),
+        slots=InMemorySlotStore(),
     )
 
 
@@ -205,6 +208,7 @@ def test_a_failing_reservation_read_holds_up_nothing_else(
                 clock,
                 ledger,
                 InMemoryDocumentRepository(),
+                deps.slots,
             )
         )
 

@@ -14,12 +14,14 @@ from functions.sweeper.settings import SweeperSettings
 from shared import resources as r
 from shared.adapters.dynamo_items import sweep_shard
 from shared.errors import StorageUnavailableError
+from shared.fairness import message_group
 from shared.job import BlobLocation, JobInput, JobRecord
 from shared.lifecycle import JobStatus
-from shared.ports import JobMessage, Lane
+from shared.ports import JobMessage, Lane, Lease
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.document_fakes import InMemoryDocumentRepository
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore, job_record
+from tests.slot_fakes import InMemorySlotStore
 
 GRACE = timedelta(seconds=900)
 
@@ -31,6 +33,8 @@ class RecordingQueue:
         self.sent: list[str] = []
 
     def send(self, message: JobMessage, delay_seconds: int = 0) -> None:
+        # As SqsJobQueue: every job message goes out in its tenant's group.
+        assert message.group == message_group("user:alice"), "sent in its tenant's MessageGroupId"
         self.sent.append(message.job_id)
 
     def send_batch(self, messages: list[JobMessage]) -> list[JobMessage]:
@@ -79,6 +83,7 @@ def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> Swe
             r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
             r.ENV_BUDGETS_TABLE: "budgets",
             r.ENV_DOCUMENTS_TABLE: "documents",
+            r.ENV_SLOTS_TABLE: "slots",
         }
     )
     return SweeperDependencies(
@@ -89,6 +94,7 @@ def deps(flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock) -> Swe
         clock=clock,
         budgets=InMemoryBudgetLedger(),
         documents=InMemoryDocumentRepository(),
+        slots=InMemorySlotStore(),
     )
 
 
@@ -192,6 +198,27 @@ def test_a_lease_lost_alone_counts_a_crash_and_keeps_the_job_apart(
     swept = flaky.jobs[job.job_id]
     assert (swept.status, swept.isolated, swept.stalls, swept.crashes) == (JobStatus.PENDING, True, 1, 1)
     assert isolation.sent == [job.job_id]
+
+
+def test_an_expired_claims_running_slot_is_released_by_its_own_token(
+    deps: SweeperDependencies, flaky: FlakyRepository, clock: FakeClock
+) -> None:
+    # Given a capped job whose holder died holding slot 1 of its tenant, and slot 0 held by a live claim
+    slots = deps.slots
+    assert isinstance(slots, InMemorySlotStore)
+    group = message_group("user:alice")
+    dead = Lease("dead-holder", clock.now() - timedelta(seconds=1))
+    live = Lease("live-holder", clock.now() + timedelta(seconds=60))
+    assert slots.take(group, 1, dead, dead.expires_at - timedelta(seconds=60))
+    assert slots.take(group, 0, live, clock.now())
+    job = _expired(flaky, clock, solo=False, max_running=2, slot=1)
+
+    # When the sweeper expires its lease
+    sweep(deps)
+
+    # Then the dead claim's slot is free, and the live one's is not touched
+    assert flaky.jobs[job.job_id].status is JobStatus.PENDING
+    assert slots.held == {(group, 0): live}
 
 
 def test_the_last_crash_alone_fails_the_job_as_worker_crashed(

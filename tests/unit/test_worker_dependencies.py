@@ -24,6 +24,7 @@ SETTINGS = WorkerSettings.model_validate(
         r.ENV_ISOLATION_DLQ_URL: "https://sqs.example/isolation-dlq",
         r.ENV_OPENAI_SECRET: "secret",
         r.ENV_OUTPUT_EVENTS_TABLE: "output-events",
+        r.ENV_SLOTS_TABLE: "slots",
     }
 )
 
@@ -70,8 +71,8 @@ def test_the_first_use_makes_one_client_for_both_lanes() -> None:
     queues = QueuesOnFirstUse(SETTINGS, factory)
 
     # When a retry sends a fresh delayed message on each lane
-    queues[Lane.SHARED].send(JobMessage(job_id="j1", trace_id="t1"), 30)
-    queues[Lane.ISOLATION].send(JobMessage(job_id="j2", trace_id="t2"), 60)
+    queues[Lane.SHARED].send(JobMessage(job_id="j1", trace_id="t1", group="acme"), 30)
+    queues[Lane.ISOLATION].send(JobMessage(job_id="j2", trace_id="t2", group="acme"), 60)
 
     # Then one client was made, and each lane's queue talks to its own URL through it
     assert factory.made == 1

@@ -76,7 +76,9 @@ def test_an_early_delivery_is_sent_again_delayed_until_the_job_is_due(world: Wor
 
     world.deliver(job)
 
-    assert world.queues[Lane.SHARED].sent == [(JobMessage(job_id=job.job_id, trace_id=TRACE), 30)]
+    assert world.queues[Lane.SHARED].sent == [
+        (JobMessage(job_id=job.job_id, trace_id=TRACE, group=job.tenant), 30)
+    ]
     assert world.current(job) == job
 
 

@@ -7,22 +7,24 @@ from outlast.cli.framework import Alias, Section
 from outlast.cli.ops.budgets import budgets
 from outlast.cli.ops.dlq import dlq
 from outlast.cli.ops.jobs import jobs
+from outlast.cli.ops.tenants import tenants
 from outlast.cli.ops.webhooks import webhooks
 
 ops = Section(
     "ops",
-    help="Operator tools: DLQs, jobs, budgets, webhooks.\n\n"
+    help="Operator tools: DLQs, jobs, budgets, tenants, webhooks.\n\n"
     "They act with your AWS credentials, never through the API, and run from a checkout.",
     section="OPERATOR COMMANDS",
     examples=(
         "outlast ops dlq list --stack-name outlast-prod",
         "outlast ops jobs inspect 3f0c... --local",
         "outlast ops budgets set --tenant acme --monthly-tokens 5000000",
+        "outlast ops tenants set --tenant acme --max-running 20",
     ),
     learn_more="Every ops command acts on --local, or on --stack-name NAME (default `outlast`) with your "
     "AWS credentials; the stage's settings it needs come from the stack. docs/runbook.md says when.",
 )
-for group in (dlq, jobs, budgets, webhooks):
+for group in (dlq, jobs, budgets, tenants, webhooks):
     ops.add_command(group)
 
 

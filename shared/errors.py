@@ -45,6 +45,12 @@ class ModelNotAllowedError(InvalidRequestError):
     code = "model_not_allowed"
 
 
+class TierUnavailableError(InvalidRequestError):
+    """The model/tier pair is not in the price table, or the stage does not allow it."""
+
+    code = "tier_unavailable"
+
+
 class InvalidSchemaError(InvalidRequestError):
     """extract's `options.schema` leaves the subset strict structured outputs accept; the detail
     names the JSON pointer of the first problem."""

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDocument, UsageDocument
+from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDocument, Tier, UsageDocument
 from shared.lifecycle import JobStatus, is_terminal
 from shared.plan_parameters import PlanParameters
 
@@ -197,6 +197,8 @@ class JobRecord(JobSummary):
     # The output attempt whose text the result holds (set by the Succeeded write; results are
     # write-once and adopted, so it may be older than `output_attempt`).
     result_attempt: int | None = None
+    # The tier the client asked for (options.tier): its calls go out at it until flex falls back.
+    tier: Tier = Tier.STANDARD
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

@@ -19,13 +19,14 @@ from shared.budgets import (
     reservation_tokens,
 )
 from shared.clock import truncate_to_millis
-from shared.contract import SubmitRequest
+from shared.contract import SubmitRequest, Tier
 from shared.errors import (
     BudgetExceededError,
     IdempotencyKeyReusedError,
     InvalidSchemaError,
     ModelNotAllowedError,
     RateLimitedError,
+    TierUnavailableError,
 )
 from shared.extraction.schema_subset import schema_problem
 from shared.idempotency import fingerprint, scope_hash
@@ -65,9 +66,11 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     scope = scope_hash(caller, key)
     try:
         model = _model_for(request, settings.default_model, settings.allowed_models)
-    except ModelNotAllowedError:
-        # A deploy may have narrowed the allowlist since this key's first submit: an identical
-        # retry still replays its job (DESIGN.md, "Idempotency"). Only this refusal pays the read.
+        _check_tier(request.tier, model, settings.tiers_for(model))
+    except (ModelNotAllowedError, TierUnavailableError):
+        # A deploy may have narrowed the allowlist (of models or tiers) since this key's first
+        # submit: an identical retry still replays its job (DESIGN.md, "Idempotency"). Only this
+        # refusal pays the read.
         replay = _replay_of_accepted(deps, scope, job_fingerprint, now)
         if replay is None:
             raise
@@ -178,6 +181,18 @@ def _model_for(request: SubmitRequest, default_model: str, allowed: tuple[str, .
     return requested
 
 
+# Tiers a job can run at today: batch is in the contract, refused until its batcher exists.
+_RUNNABLE_TIERS = frozenset({Tier.STANDARD, Tier.FLEX})
+
+
+def _check_tier(tier: Tier, model: str, offered: tuple[Tier, ...]) -> None:
+    if tier not in _RUNNABLE_TIERS or tier not in offered:
+        available = ", ".join(t.value for t in offered if t in _RUNNABLE_TIERS) or "none"
+        raise TierUnavailableError(
+            f"{model} is not available at the {tier.value} tier here (available: {available})."
+        )
+
+
 def _take_quota(
     deps: SubmitDependencies, caller: Caller, now: datetime, own_claim: IdempotencyRecord | None
 ) -> None:
@@ -273,4 +288,5 @@ def _job_from_claim(
         total_steps=total_steps,
         budget=hold,
         stream=request.stream,
+        tier=request.tier,
     )

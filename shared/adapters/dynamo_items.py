@@ -13,7 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from shared import resources as r
 from shared.adapters.item_size import item_size
 from shared.clock import epoch_seconds, from_iso, to_iso
-from shared.contract import Operation
+from shared.contract import Operation, Tier
 from shared.job import BudgetHold, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
@@ -34,6 +34,7 @@ STREAM_ATTRIBUTE = "stream"
 OUTPUT_ATTEMPT_ATTRIBUTE = "outputAttempt"
 RESULT_ATTEMPT_ATTRIBUTE = "resultAttempt"
 USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
+TIER_ATTRIBUTE = "tier"  # JobRecord.tier: absent for standard, the default
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
 INPUT_SORT_VALUE = "INPUT"
@@ -131,6 +132,7 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         STREAM_ATTRIBUTE: True if job.stream else None,
         OUTPUT_ATTEMPT_ATTRIBUTE: job.output_attempt or None,
         RESULT_ATTEMPT_ATTRIBUTE: job.result_attempt,
+        TIER_ATTRIBUTE: job.tier.value if job.tier is not Tier.STANDARD else None,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -219,6 +221,7 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         result_usage_counted=bool(values.get(RESULT_USAGE_COUNTED_ATTRIBUTE, False)),
         output_attempt=values.get(OUTPUT_ATTEMPT_ATTRIBUTE, 0),
         result_attempt=values.get(RESULT_ATTEMPT_ATTRIBUTE),
+        tier=Tier(values.get(TIER_ATTRIBUTE, Tier.STANDARD.value)),
     )
 
 

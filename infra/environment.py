@@ -26,9 +26,9 @@ from infra.config import StageConfig
 from infra.names import FunctionName
 from infra.prices import read_price_table
 from shared import resources as r
-from shared.contract import Tier
 from shared.prices import encode_model_tiers
 from shared.settings import EnvSettings
+from shared.tiers import Tier
 
 Value = str | int | float | bool | tuple[str, ...] | None
 

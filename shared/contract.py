@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from shared.clock import to_iso
 from shared.lifecycle import JobStatus
+from shared.tiers import Tier
 
 MAX_INPUT_TEXT_BYTES = 1_048_576
 MAX_BODY_BYTES = 1_572_864  # 1.5 MiB: a larger body is 413 before any parsing
@@ -37,14 +38,6 @@ class Operation(StrEnum):
     ANALYZE = "analyze"
     CLASSIFY = "classify"
     EXTRACT = "extract"
-
-
-class Tier(StrEnum):
-    """How the provider processes a job's calls, and so what its tokens cost (DESIGN.md, "Cost tiers")."""
-
-    STANDARD = "standard"
-    FLEX = "flex"  # half price, slower, sometimes "resource unavailable": for work that can wait
-    BATCH = "batch"  # accepted by the schema, refused as tier_unavailable until the batcher exists
 
 
 # What a result's `output` holds: text, or (extract) the JSON value the schema describes.

@@ -150,6 +150,13 @@ class TransientProviderError(ProviderError):
         self.usage = usage
 
 
+class FlexUnavailableError(TransientProviderError):
+    """The flex tier had no capacity for the call (429 `resource_unavailable`): nothing was
+    generated or billed, so the job defers without spending an attempt (DESIGN.md, "Cost tiers")."""
+
+    code = "flex_unavailable"
+
+
 class TerminalProviderError(ProviderError):
     """Retrying cannot help; `job_code` is the stable job error code from DESIGN.md.
 

@@ -5,15 +5,13 @@ table also says which model/tier pairs exist at all: a pair it does not price is
 submit, so no job runs at a price nobody wrote down.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from shared.contract import Tier
+from shared.tiers import Tier
 
 PER_TOKENS = 1_000_000  # the table's prices are per million tokens
 

@@ -19,7 +19,7 @@ from shared.budgets import (
     reservation_tokens,
 )
 from shared.clock import truncate_to_millis
-from shared.contract import SubmitRequest, Tier
+from shared.contract import SubmitRequest
 from shared.errors import (
     BudgetExceededError,
     IdempotencyKeyReusedError,
@@ -37,6 +37,7 @@ from shared.observability import bind_job, logger, metrics
 from shared.planner import StepPlan, plan_job
 from shared.prompts import template_for
 from shared.retention import input_expiry
+from shared.tiers import Tier
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field
 
-from shared.contract import Operation, Tier
+from shared.contract import Operation
 from shared.plan_parameters import (
     DEFAULT_CHUNK_TOKENS,
     DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS,
@@ -14,6 +14,7 @@ from shared.plan_parameters import (
 )
 from shared.prices import parse_model_tiers
 from shared.settings import BudgetPolicySettings, JobPolicySettings, StorageSettings
+from shared.tiers import Tier
 
 
 def _model_tiers(value: object) -> object:

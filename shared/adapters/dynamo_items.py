@@ -13,10 +13,11 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from shared import resources as r
 from shared.adapters.item_size import item_size
 from shared.clock import epoch_seconds, from_iso, to_iso
-from shared.contract import Operation, Tier
+from shared.contract import Operation
 from shared.job import BudgetHold, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
+from shared.tiers import Tier
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -34,9 +35,16 @@ STREAM_ATTRIBUTE = "stream"
 OUTPUT_ATTEMPT_ATTRIBUTE = "outputAttempt"
 RESULT_ATTEMPT_ATTRIBUTE = "resultAttempt"
 USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
+CACHED_INPUT_TOKENS_ATTRIBUTE = "cachedInputTokens"  # absent while 0
+USAGE_TIERS_ATTRIBUTE = "usageTiers"  # a string set of the tiers counted calls ran at
 TIER_ATTRIBUTE = "tier"  # JobRecord.tier: absent for standard, the default
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
-_LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
+_LARGEST_USAGE = Usage(
+    input_tokens=9_999_999,
+    output_tokens=9_999_999,
+    cached_input_tokens=9_999_999,
+    tiers=frozenset({Tier.STANDARD, Tier.FLEX}),
+)
 INPUT_SORT_VALUE = "INPUT"
 RESULT_SORT_VALUE = "RESULT"
 
@@ -139,6 +147,8 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
     if job.usage is not None:
         values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
         values[USAGE_ESTIMATED_ATTRIBUTE] = True if job.usage.estimated else None
+        values[CACHED_INPUT_TOKENS_ATTRIBUTE] = job.usage.cached_input_tokens or None
+        values[USAGE_TIERS_ATTRIBUTE] = {tier.value for tier in job.usage.tiers} or None
     if job.extra_usage is not None:
         values[EXTRA_INPUT_TOKENS_ATTRIBUTE] = job.extra_usage.input_tokens
         values[EXTRA_OUTPUT_TOKENS_ATTRIBUTE] = job.extra_usage.output_tokens
@@ -161,6 +171,8 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
             input_tokens=values["inputTokens"],
             output_tokens=values.get("outputTokens", 0),
             estimated=bool(values.get(USAGE_ESTIMATED_ATTRIBUTE, False)),
+            cached_input_tokens=values.get(CACHED_INPUT_TOKENS_ATTRIBUTE, 0),
+            tiers=frozenset(Tier(tier) for tier in values.get(USAGE_TIERS_ATTRIBUTE, ())),
         )
         if "inputTokens" in values
         else None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from infra.prices import read_price_table
-from shared.contract import Tier
 from shared.models import requires_max_completion_tokens
 from shared.prices import PriceTable, TierPrice, encode_model_tiers, job_cost, parse_model_tiers
+from shared.tiers import Tier
 
 TABLE = PriceTable.model_validate(
     {

@@ -11,10 +11,11 @@ from pydantic import ValidationError
 
 from functions.submit.dependencies import SubmitDependencies
 from functions.submit.service import submit_job
-from shared.contract import SubmitRequest, Tier
+from shared.contract import SubmitRequest
 from shared.errors import TierUnavailableError
 from shared.idempotency import fingerprint
 from shared.problems import PROBLEMS
+from shared.tiers import Tier
 from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import FakeClock, InMemoryJobRepository, InMemoryPayloadStore
 from tests.unit.test_submit_service import ALICE, SUMMARIZE, settings

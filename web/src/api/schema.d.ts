@@ -445,7 +445,7 @@ export interface components {
         };
         /**
          * Tier
-         * @description How the provider processes a job's calls, and so what its tokens cost (DESIGN.md, "Cost tiers").
+         * @description How the provider processes a job's calls, and so what its tokens cost.
          * @enum {string}
          */
         Tier: "standard" | "flex" | "batch";

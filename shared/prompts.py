@@ -19,6 +19,7 @@ stay as shipped).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -59,6 +60,14 @@ class PromptTemplate:
         fenced = "\n".join(f"{PART_OPEN}\n{output}\n{PART_CLOSE}" for output in outputs)
         user = self.user.format(text=fenced, count=len(outputs))
         return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+def cache_key(tenant: str, operation: Operation, prompt_version: str) -> str:
+    """`prompt_cache_key` of a job's calls (DESIGN.md, "Cost tiers"): calls of one tenant, operation
+    and prompt version share their fixed instructions, so they are routed to the same cache. The
+    tenant is hashed: the key travels to the provider, and names nobody there."""
+    tenant_hash = hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:16]
+    return f"outlast:{tenant_hash}:{operation.value}:{prompt_version}"
 
 
 PART_OPEN = "<part>"

@@ -18,7 +18,8 @@ from shared.tiers import Tier
 
 
 def _model_tiers(value: object) -> object:
-    return parse_model_tiers(value) if isinstance(value, str) else value
+    # Pairs, not a dict: settings are hashable (the composition root is cached by them).
+    return tuple(parse_model_tiers(value).items()) if isinstance(value, str) else value
 
 
 class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
@@ -35,15 +36,15 @@ class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
 
     # The tiers each allowed model may run at: priced in docs/model-prices.json and allowed by the
     # stage (synth writes it). Unset: standard only, for every model.
-    model_tiers: Annotated[dict[str, tuple[Tier, ...]] | None, BeforeValidator(_model_tiers)] = Field(
-        default=None, alias="MODEL_TIERS"
+    model_tiers: Annotated[tuple[tuple[str, tuple[Tier, ...]], ...] | None, BeforeValidator(_model_tiers)] = (
+        Field(default=None, alias="MODEL_TIERS")
     )
 
     def tiers_for(self, model: str) -> tuple[Tier, ...]:
         """The tiers a job of this model may ask for."""
         if self.model_tiers is None:
             return (Tier.STANDARD,)
-        return self.model_tiers.get(model, ())
+        return dict(self.model_tiers).get(model, ())
 
     def plan_for(self, operation: Operation) -> PlanParameters:
         """The plan parameters new jobs of an operation are planned (and forever after replanned)

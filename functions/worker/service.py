@@ -50,7 +50,7 @@ from shared.ports import (
     Transition,
     TransitionConflictError,
 )
-from shared.prompts import template_for_version
+from shared.prompts import cache_key, template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES, MAX_DELAY_SECONDS
 from shared.retention import end_input, input_expiry, input_needs_renewal
 from shared.tiers import Tier, call_tier
@@ -228,6 +228,7 @@ class JobWorker:
             max_output_tokens=plan.steps[0].max_tokens,
             response_schema=response_schema(plan, plan.steps[0]),
             tier=self._call_tier(job),
+            cache_key=cache_key(job.tenant, job.operation, job.prompt_version),
         )
         # `run.usage` may hold a refused structured answer's tokens already (`_answer`): whatever
         # ends the claim adds its own to them.
@@ -340,7 +341,7 @@ class JobWorker:
             deadline=self._deadline,
             call_timeout=self._call_timeout(tier),
             tier=tier,
-            cache_key=None,
+            cache_key=cache_key(job.tenant, job.operation, job.prompt_version),
             monotonic=time.monotonic,
             start_call=start_call,
             checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),

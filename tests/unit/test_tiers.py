@@ -135,3 +135,8 @@ class TestAtSubmit:
 
     def test_the_refusal_is_a_400_problem(self) -> None:
         assert PROBLEMS[TierUnavailableError.code].status == 400
+
+
+def test_settings_with_a_tier_table_stay_hashable() -> None:
+    # The composition root is cached by its settings: an unhashable field breaks every cold start.
+    assert hash(settings(MODEL_TIERS=TIERS)) is not None

@@ -13,6 +13,7 @@ from shared.errors import FlexUnavailableError
 from shared.job import Usage
 from shared.lifecycle import JobStatus
 from shared.ports import Completion, CompletionRequest
+from shared.prompts import cache_key
 from shared.tiers import Tier
 from tests.support.worker_world import World, handed_back
 
@@ -117,3 +118,16 @@ def test_no_flex_call_starts_with_less_than_its_timeout_left(make_world: Callabl
     released = handed_back(world, job)
     assert world.provider.calls == []
     assert released.attempts == 1  # a release keeps its attempt: it is not a deferral
+
+
+def test_every_call_carries_the_cache_key_of_its_tenant_operation_and_prompt_version(
+    flex_world: Callable[[int], World],
+) -> None:
+    world = flex_world(0)
+    job = world.job(tier=Tier.FLEX)
+
+    world.deliver(job)
+
+    [asked] = world.provider.calls
+    assert asked.cache_key == cache_key(job.tenant, job.operation, job.prompt_version)
+    assert job.tenant not in (asked.cache_key or "")

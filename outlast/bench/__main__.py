@@ -1,4 +1,4 @@
-"""`python -m outlast.bench [--quick] [--only cost,worker,coldstart,pipeline,streaming]`: run, then report.
+"""`python -m outlast.bench [--quick] [--only SECTIONS]`: run, then report (SECTIONS below).
 
 Sections not run this time are kept from the existing docs/benchmarks.json, so `--only` refreshes
 one section without losing the others (each section carries when and how it was made).
@@ -20,7 +20,7 @@ from outlast.bench import report
 from outlast.bench.stats import load_average, machine
 from outlast.local.synth import PROJECT_ROOT
 
-SECTIONS = ("worker", "cost", "longinput", "coldstart", "pipeline", "streaming")
+SECTIONS = ("worker", "cost", "longinput", "tokens", "coldstart", "pipeline", "streaming")
 # Sections that start a whole local stack of their own (the others share the in-process harness).
 STACK_SECTIONS = ("pipeline", "streaming")
 
@@ -40,12 +40,13 @@ class Sizes:
     pipeline_clients: int
     long_input_bytes: int
     streaming_jobs: int
+    tokens_smoke: bool = False  # the token bill's reference workload, shrunk (outlast.bench.tokens)
 
 
 FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40)
 QUICK = Sizes(10, 1, 10, 2.0, 2, 3, (100, 1000), 48, 8, 1_048_576, 10)
 # For the test suite: the code paths with tiny sizes; the numbers mean nothing.
-SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2, 60_000, 2)
+SMOKE = Sizes(2, 1, 3, 0.2, 1, 1, (10, 20), 4, 2, 60_000, 2, tokens_smoke=True)
 
 
 def _say(line: str) -> None:
@@ -81,7 +82,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The benchmarks that share one in-process harness (moto, the model server, the handlers)."""
-    from outlast.bench import coldstart, cost, longinput, worker  # noqa: PLC0415 - after argument parsing
+    from outlast.bench import coldstart, cost, longinput, tokens, worker  # noqa: PLC0415 - after argument parsing
     from outlast.bench.harness import Harness  # noqa: PLC0415
     from outlast.bench.prices import load_prices  # noqa: PLC0415
 
@@ -110,6 +111,9 @@ def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> 
             results["longinput"] = longinput.run(
                 harness, load_prices(), max_bytes=sizes.long_input_bytes, delay_seconds=1.0, say=_say
             )
+        if "tokens" in sections:
+            workload = tokens.SMOKE_REFERENCE if sizes.tokens_smoke else tokens.REFERENCE
+            results["tokens"] = tokens.run(harness, load_prices(), workload=workload, say=_say)
         if "coldstart" in sections:
             results["coldstart"] = coldstart.run(harness, runs=sizes.coldstart_runs, say=_say)
     finally:

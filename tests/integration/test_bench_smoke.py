@@ -33,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost,longinput,coldstart",
+            "worker,cost,longinput,tokens,coldstart",
             "--out-dir",
             str(out_dir),
         ],
@@ -251,3 +251,20 @@ def test_long_input_section_counts_steps_calls_and_units(report: tuple[dict[str,
     assert any(row["item"] == "JOB/STEP" for row in section["dynamodb"])
     assert _positive(section["usdPerJob"])
     assert "A 1 MiB summarize in steps" in markdown
+
+
+def test_token_section_prices_the_reference_workload_per_tier(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the token bill (a shrunk reference workload; its second run repeats prompts)
+    document, markdown = report
+    section = document["tokens"]
+    # Then its tokens were measured, part of its input came from the prompt cache, and every
+    # model/tier pair of the price table is priced, flex below standard
+    assert _positive(section["perJob"]["inputTokens"])
+    assert 0 < section["cachedShare"] < 1
+    rows = {(row["model"], row["tier"]): row for row in section["tiers"]}
+    assert ("gpt-4o-mini", "standard") in rows
+    flex, standard = rows[("gpt-5-mini", "flex")], rows[("gpt-5-mini", "standard")]
+    assert 0 < flex["tokenUsdPer1000Jobs"] < standard["tokenUsdPer1000Jobs"]
+    assert flex["tokenUsdPer1000Jobs"] <= flex["tokenUsdPer1000JobsWithoutCache"]
+    assert flex["waitGbSecondsPerJob"] > standard["waitGbSecondsPerJob"] > 0
+    assert "## The token bill" in markdown

@@ -31,16 +31,25 @@ def with_options(**options: Any) -> dict[str, Any]:
     return {**SUMMARIZE, "options": options}
 
 
-@pytest.fixture
-def deps(
-    repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
+def deps_with(
+    repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock, **env: str
 ) -> SubmitDependencies:
+    """The submit's dependencies over the given fakes, under settings with `env`."""
     return SubmitDependencies(
-        settings=settings(ALLOWED_MODELS="gpt-4o-mini,gpt-5-mini,gpt-5-nano", MODEL_TIERS=TIERS),
+        settings=settings(**env),
         repository=repository,
         payloads=payloads,
         clock=clock,
         budgets=InMemoryBudgetLedger(),
+    )
+
+
+@pytest.fixture
+def deps(
+    repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
+) -> SubmitDependencies:
+    return deps_with(
+        repository, payloads, clock, ALLOWED_MODELS="gpt-4o-mini,gpt-5-mini,gpt-5-nano", MODEL_TIERS=TIERS
     )
 
 
@@ -98,13 +107,7 @@ class TestAtSubmit:
     def test_a_stage_without_a_tier_table_runs_standard_only(
         self, repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock
     ) -> None:
-        deps = SubmitDependencies(
-            settings=settings(),
-            repository=repository,
-            payloads=payloads,
-            clock=clock,
-            budgets=InMemoryBudgetLedger(),
-        )
+        deps = deps_with(repository, payloads, clock)
         assert submit_job(deps, ALICE, parse(SUMMARIZE), "k").job.tier is Tier.STANDARD
         with pytest.raises(TierUnavailableError):
             submit_job(deps, ALICE, parse(with_options(tier="flex")), "k2")
@@ -118,12 +121,12 @@ class TestAtSubmit:
     ) -> None:
         body = with_options(model="gpt-5-mini", tier="flex")
         first = submit_job(deps, ALICE, parse(body), "k").job
-        narrowed = SubmitDependencies(
-            settings=settings(ALLOWED_MODELS="gpt-4o-mini,gpt-5-mini", MODEL_TIERS="gpt-5-mini=standard"),
-            repository=repository,
-            payloads=payloads,
-            clock=clock,
-            budgets=InMemoryBudgetLedger(),
+        narrowed = deps_with(
+            repository,
+            payloads,
+            clock,
+            ALLOWED_MODELS="gpt-4o-mini,gpt-5-mini",
+            MODEL_TIERS="gpt-5-mini=standard",
         )
 
         again = submit_job(narrowed, ALICE, parse(body), "k")

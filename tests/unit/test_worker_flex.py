@@ -9,13 +9,17 @@ from datetime import timedelta
 
 import pytest
 
+from shared.contract import Operation
 from shared.errors import FlexUnavailableError
-from shared.job import Usage
+from shared.job import JobInput, JobRecord, Usage
 from shared.lifecycle import JobStatus
+from shared.planner import plan_job
 from shared.ports import Completion, CompletionRequest
-from shared.prompts import cache_key
+from shared.prompts import cache_key, template_for
 from shared.tiers import Tier
+from tests.fakes import job_record
 from tests.support.worker_world import World, handed_back
+from tests.unit.test_worker_service import PLAN
 
 FALLBACK_SECONDS = 600
 
@@ -131,3 +135,50 @@ def test_every_call_carries_the_cache_key_of_its_tenant_operation_and_prompt_ver
     [asked] = world.provider.calls
     assert asked.cache_key == cache_key(job.tenant, job.operation, job.prompt_version)
     assert job.tenant not in (asked.cache_key or "")
+
+
+class FlexBusyFromPartThree(FlexBusy):
+    """Answers parts 1-2 at flex, then has no flex capacity for anything else."""
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        if request.tier is Tier.FLEX and "Part 3:" in request.messages[-1]["content"]:
+            self.busy = max(self.busy, 1)
+        return super().complete(request)
+
+
+def long_flex_job(world: World) -> JobRecord:
+    text = "\n\n".join(f"Part {n}: " + "the ledger moved as planned. " * 140 for n in range(1, 7))
+    plan = plan_job(text, Operation.SUMMARIZE, PLAN, prompt_version=template_for(Operation.SUMMARIZE).version)
+    job = job_record(world.clock.now(), plan=PLAN, total_steps=plan.total_steps, tier=Tier.FLEX)
+    world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+    world.payloads.put_input(JobInput(job_id=job.job_id, text=text), "item", job.expires_at)
+    return job
+
+
+def test_a_claim_that_checkpointed_steps_keeps_its_attempt_when_it_defers(
+    make_world: Callable[..., World],
+) -> None:
+    # Given a long flex job, one step at a time, whose third part finds no flex capacity
+    world = make_world(
+        provider=FlexBusyFromPartThree(0), STEP_CONCURRENCY="1", FLEX_TIMEOUT_SECONDS="10", MAX_ATTEMPTS="3"
+    )
+    job = long_flex_job(world)
+
+    world.deliver(job)
+
+    # Then the two steps it paid for are kept, and the claim that paid for them counts
+    deferred = handed_back(world, job)
+    assert deferred.completed_steps == 2
+    assert (deferred.attempts, deferred.stalls) == (1, 0)
+
+
+def test_a_long_job_whose_first_step_finds_no_capacity_gives_its_attempt_back(
+    make_world: Callable[..., World],
+) -> None:
+    world = make_world(provider=FlexBusy(1), STEP_CONCURRENCY="1", FLEX_TIMEOUT_SECONDS="10")
+    job = long_flex_job(world)
+
+    world.deliver(job)
+
+    deferred = handed_back(world, job)
+    assert (deferred.completed_steps, deferred.attempts, deferred.stalls) == (0, 0, 0)

@@ -118,10 +118,10 @@ export class SubmitScreen implements Screen {
         file,
         this.fileNote,
       ),
+      tierRow,
       labelsRow,
       schemaRow,
       streamRow,
-      tierRow,
       this.failure,
       this.button,
     );

@@ -171,7 +171,7 @@ chaos: $(STAMP) ## Chaos run on a local stack: JOBS=300 SEED=7 (CHAOS_ARGS="--js
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: $(STAMP) ## Benchmarks: cost per job, worker concurrency, cold starts, pipeline, streaming, noisy neighbour -> docs/benchmarks.{md,json} (BENCH_ARGS="--quick")
+bench: $(STAMP) ## Benchmarks: cost per job, worker concurrency, the token bill per tier, cold starts, pipeline, streaming, documents, noisy neighbour -> docs/benchmarks.{md,json} (BENCH_ARGS="--quick")
 	$(BIN)/python -m outlast.bench $(BENCH_ARGS)
 
 .PHONY: fuzz

@@ -26,8 +26,11 @@ from functions.ws_connections.settings import ConnectionsSettings
 from functions.ws_follow.settings import FollowSettings
 from infra.config import StageConfig
 from infra.names import FunctionName
+from infra.prices import read_price_table
 from shared import resources as r
+from shared.prices import encode_model_tiers
 from shared.settings import EnvSettings
+from shared.tiers import Tier
 
 Value = str | int | float | bool | tuple[str, ...] | None
 
@@ -101,6 +104,10 @@ def submit_environment(
             "max_attempts": config.max_attempts,
             "default_model": config.default_model,
             "allowed_models": config.allowed_models,
+            # The model/tier pairs a job may ask for: priced in the table and allowed by the stage.
+            "model_tiers": encode_model_tiers(
+                read_price_table().tiers_of(config.allowed_models, (Tier(t) for t in config.allowed_tiers))
+            ),
             "poll_after_seconds": config.poll_after_seconds,
             "job_retention_days": config.job_retention_days,
             "idempotency_ttl_hours": config.idempotency_ttl_hours,
@@ -185,6 +192,8 @@ def worker_environment(
             "lease_seconds": config.lease_seconds,
             "heartbeat_seconds": config.heartbeat_seconds,
             "provider_timeout_seconds": config.provider_timeout_seconds,
+            "flex_timeout_seconds": config.flex_timeout_seconds,
+            "flex_fallback_seconds": config.flex_fallback_seconds,
             "backoff_base_seconds": config.backoff_base_seconds,
             "backoff_cap_seconds": config.backoff_cap_seconds,
             "release_margin_seconds": config.release_margin_seconds,

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from shared.clock import to_iso
 from shared.lifecycle import JobStatus
+from shared.tiers import Tier
 
 MAX_INPUT_TEXT_BYTES = 1_048_576
 DOCUMENT_ID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -176,6 +177,20 @@ class JobOptions(StrictRequestModel):
         ]
         | None
     ) = None
+    tier: (
+        Annotated[
+            Tier,
+            Field(
+                description=(
+                    "How the provider runs the job's calls: `standard` (the default) or `flex` (about "
+                    "half the token price; calls may wait and are retried at no attempt's cost, and go "
+                    "out at the standard tier once the job has waited the stage's flexFallbackSeconds). "
+                    "A model and tier the stage does not price or allow is 400 tier_unavailable."
+                )
+            ),
+        ]
+        | None
+    ) = None
 
 
 # Operations whose output may be streamed (DESIGN.md, "Streaming output"): classify answers one
@@ -183,8 +198,7 @@ class JobOptions(StrictRequestModel):
 STREAMING_OPERATIONS = frozenset({Operation.SUMMARIZE, Operation.ANALYZE, Operation.EXTRACT})
 # Options added after the first release, at their default value: left out of the fingerprint, so a
 # retry that spells a default out (or leaves it out) still replays (DESIGN.md, "Streaming output").
-# The tier option joins with `"tier": "standard"`.
-_NEW_OPTION_DEFAULTS: dict[str, Any] = {"stream": False}
+_NEW_OPTION_DEFAULTS: dict[str, Any] = {"stream": False, "tier": Tier.STANDARD.value}
 
 
 class SubmitRequest(StrictRequestModel):
@@ -225,10 +239,15 @@ class SubmitRequest(StrictRequestModel):
         """True when the client asked for the output as it is written."""
         return bool(self.options and self.options.stream)
 
+    @property
+    def tier(self) -> Tier:
+        """The tier the client asked for (standard when left out)."""
+        return (self.options.tier if self.options else None) or Tier.STANDARD
+
     def client_fields(self) -> dict[str, Any]:
         """The fields the client sent, in wire form: the input of the fingerprint.
 
-        Options newer than the fingerprint rule (`stream`, later `tier`) are left out at their
+        Options newer than the fingerprint rule (`stream`, `tier`) are left out at their
         default value, and an `options` object that only held such defaults is left out with them:
         `{"stream": false}` and no `stream` at all are the same request (DESIGN.md, "Streaming
         output"). Every other field is exactly as sent.
@@ -270,6 +289,14 @@ class UsageDocument(ResponseModel):
 
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int = Field(
+        default=0,
+        description="Of inputTokens, those the provider read from its prompt cache (billed at a discount).",
+    )
+    tiers: list[Tier] = Field(
+        default_factory=list,
+        description="The tiers the job's calls ran at (a flex job that fell back shows both).",
+    )
     estimated: bool = Field(
         default=False,
         description=(

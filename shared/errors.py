@@ -45,6 +45,12 @@ class ModelNotAllowedError(InvalidRequestError):
     code = "model_not_allowed"
 
 
+class TierUnavailableError(InvalidRequestError):
+    """The model/tier pair is not in the price table, or the stage does not allow it."""
+
+    code = "tier_unavailable"
+
+
 class InvalidSchemaError(InvalidRequestError):
     """extract's `options.schema` leaves the subset strict structured outputs accept; the detail
     names the JSON pointer of the first problem."""
@@ -183,6 +189,13 @@ class TransientProviderError(ProviderError):
         super().__init__(detail)
         self.retry_after = retry_after
         self.usage = usage
+
+
+class FlexUnavailableError(TransientProviderError):
+    """The flex tier had no capacity for the call (429 `resource_unavailable`): nothing was
+    generated or billed, so the job defers without spending an attempt (DESIGN.md, "Cost tiers")."""
+
+    code = "flex_unavailable"
 
 
 class TerminalProviderError(ProviderError):

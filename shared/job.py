@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from shared.contract import ErrorDocument, Operation, ProgressDocument, StatusDocument, UsageDocument
 from shared.lifecycle import JobStatus, is_terminal
 from shared.plan_parameters import PlanParameters
+from shared.tiers import Tier
 
 # Where an input or a result is: inside the job item (small ones), an item beside it, or S3.
 BlobLocation = Literal["job", "item", "s3"]
@@ -33,11 +34,19 @@ class Usage(BaseModel):
     # A streamed call that ended without the provider's usage chunk (cut, canceled) is counted by
     # estimate (DESIGN.md, "Streaming output"); a sum that holds one is an estimate too.
     estimated: bool = False
+    # Of input_tokens, those the provider read from its prompt cache (DESIGN.md, "Cost tiers").
+    cached_input_tokens: int = 0
+    # The tiers the counted calls ran at (what the provider said it served them at).
+    tiers: frozenset[Tier] = frozenset()
 
     def document(self) -> UsageDocument:
         """The caller's view of these counts."""
         return UsageDocument(
-            input_tokens=self.input_tokens, output_tokens=self.output_tokens, estimated=self.estimated
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            estimated=self.estimated,
+            cached_input_tokens=self.cached_input_tokens,
+            tiers=[tier for tier in Tier if tier in self.tiers],
         )
 
 
@@ -50,6 +59,8 @@ def add_usage(*usages: Usage | None) -> Usage | None:
         input_tokens=sum(usage.input_tokens for usage in known),
         output_tokens=sum(usage.output_tokens for usage in known),
         estimated=any(usage.estimated for usage in known),
+        cached_input_tokens=sum(usage.cached_input_tokens for usage in known),
+        tiers=frozenset().union(*(usage.tiers for usage in known)),
     )
 
 
@@ -205,6 +216,8 @@ class JobRecord(JobSummary):
     # so a claim takes no slot), and the slot the current claim holds (set by a capped claim).
     max_running: int = 0
     slot: int | None = None
+    # The tier the client asked for (options.tier): its calls go out at it until flex falls back.
+    tier: Tier = Tier.STANDARD
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

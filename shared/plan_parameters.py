@@ -7,7 +7,7 @@ worker plan.
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PLAN_VERSION = "plan-v1"
+PLAN_VERSION = "plan-v2"
 DEFAULT_CHUNK_TOKENS = 6_000
 DEFAULT_STEP_OUTPUT_TOKENS = 800
 # extract's steps answer with JSON objects under a schema (DESIGN.md, "Structured extraction"): a

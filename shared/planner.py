@@ -111,6 +111,21 @@ _RECIPES: dict[str, _Recipe] = {
             Operation.EXTRACT: "extract-reduce-v1",
         },
     ),
+    # Prompt caching (DESIGN.md, "Cost tiers"): map templates with the fixed instruction before
+    # the part number; the reduces already put their fixed instruction first.
+    "plan-v2": _Recipe(
+        map_versions={
+            Operation.SUMMARIZE: "summarize-map-v2",
+            Operation.ANALYZE: "analyze-map-v2",
+            Operation.CLASSIFY: "classify-map-v2",
+            Operation.EXTRACT: "extract-map-v1",
+        },
+        reduce_versions={
+            Operation.SUMMARIZE: "summarize-reduce-v1",
+            Operation.ANALYZE: "analyze-reduce-v1",
+            Operation.EXTRACT: "extract-reduce-v1",
+        },
+    ),
 }
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from shared.errors import ConditionFailedError
 from shared.fairness import message_group
 from shared.lifecycle import TERMINAL, JobStatus
+from shared.tiers import Tier
 
 if TYPE_CHECKING:
     # Named in annotations only: importing the pydantic models here would make every user of a
@@ -86,6 +87,9 @@ class Transition:
     isolate: bool = False
     count_crash: bool = False
     refund_stall: bool = False
+    # A deferral (the flex tier had no capacity): the claim made no call the job pays for, so it
+    # gives back both the attempt and the stall it counted (DESIGN.md, "Cost tiers").
+    refund_attempt: bool = False
     dispatch_at: datetime | None = None
     sweep_at: datetime | None = None
     cancel_requested_at: datetime | None = None
@@ -344,6 +348,11 @@ class CompletionRequest:
     messages: list[dict[str, str]]
     max_output_tokens: int | None
     response_schema: ResponseSchema | None = None
+    # The tier the call goes out at (flex: `service_tier: "flex"` and the flex timeout).
+    tier: Tier = Tier.STANDARD
+    # `prompt_cache_key`: calls that share a prefix share a key, so the provider routes them to
+    # the same cache (per tenant, operation and prompt version; shared.prompts.cache_key).
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ PROBLEMS: dict[str, ProblemSpec] = {
     "invalid_json": ProblemSpec(400, "The request body is not valid JSON"),
     "model_not_allowed": ProblemSpec(400, "The model is not allowed"),
     "invalid_schema": ProblemSpec(400, "The schema is outside the supported subset"),
+    "tier_unavailable": ProblemSpec(400, "The tier is not available for this model"),
     "missing_idempotency_key": ProblemSpec(400, "Idempotency-Key is required"),
     "invalid_idempotency_key": ProblemSpec(400, "Idempotency-Key is not valid"),
     "invalid_job_id": ProblemSpec(400, "The job id is not a UUID"),

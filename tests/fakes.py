@@ -303,16 +303,25 @@ def _lifecycle_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
     if t.operator_redrive:
         changes["budget"] = t.budget  # the new run's hold replaces the ended run's
     if not t.renew_attempts:
-        if t.isolate:
-            changes["isolated"] = True
-        if t.count_crash:
-            changes["crashes"] = job.crashes + 1
-        if t.refund_stall:
-            changes["stalls"] = job.stalls - 1
+        changes.update(_lease_accounting(job, t))
     if t.new_lease is not None:
         changes.update(lease_token=t.new_lease.token, lease_expires_at=t.new_lease.expires_at)
     elif t.target not in _LEASE_STATUSES:
         changes.update(lease_token=None, lease_expires_at=None)
+    return changes
+
+
+def _lease_accounting(job: JobRecord, t: Transition) -> dict[str, Any]:
+    """What an expired lease (shared.leases) or a deferral gives back or counts."""
+    changes: dict[str, Any] = {}
+    if t.isolate:
+        changes["isolated"] = True
+    if t.count_crash:
+        changes["crashes"] = job.crashes + 1
+    if t.refund_stall or t.refund_attempt:
+        changes["stalls"] = job.stalls - 1
+    if t.refund_attempt:
+        changes["attempts"] = job.attempts - 1
     return changes
 
 
@@ -353,6 +362,8 @@ def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
             input_tokens=before.input_tokens + t.usage.input_tokens,
             output_tokens=before.output_tokens + t.usage.output_tokens,
             estimated=before.estimated or t.usage.estimated,
+            cached_input_tokens=before.cached_input_tokens + t.usage.cached_input_tokens,
+            tiers=before.tiers | t.usage.tiers,
         )
     if t.result_usage_counted:
         changes["result_usage_counted"] = True
@@ -360,7 +371,9 @@ def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
 
 
 def _sticky_estimate(before: Usage | None, usage: Usage) -> Usage:
-    """The adapter sets `usageEstimated` and never removes it: a usage that held an estimate still does."""
+    """The adapter never removes `usageEstimated` or a tier of `usageTiers`: a usage keeps both."""
+    if before is not None and before.tiers - usage.tiers:
+        usage = usage.model_copy(update={"tiers": before.tiers | usage.tiers})
     if before is not None and before.estimated and not usage.estimated:
         return usage.model_copy(update={"estimated": True})
     return usage

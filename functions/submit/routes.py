@@ -65,6 +65,7 @@ IdempotencyKeyHeader = Annotated[
             "invalid_json",
             "model_not_allowed",
             "invalid_schema",
+            "tier_unavailable",
             "missing_idempotency_key",
             "invalid_idempotency_key",
             "idempotency_key_reused",

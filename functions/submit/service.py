@@ -30,6 +30,7 @@ from shared.errors import (
     InvalidSchemaError,
     ModelNotAllowedError,
     RateLimitedError,
+    TierUnavailableError,
 )
 from shared.extraction.schema_subset import schema_problem
 from shared.idempotency import fingerprint, scope_hash
@@ -41,6 +42,7 @@ from shared.planner import StepPlan, plan_job
 from shared.prompts import template_for
 from shared.retention import input_expiry
 from shared.slots import effective_cap
+from shared.tiers import Tier
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,11 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
     scope = scope_hash(caller, key)
     try:
         model = _model_for(request, settings.default_model, settings.allowed_models)
-    except ModelNotAllowedError:
-        # A deploy may have narrowed the allowlist since this key's first submit: an identical
-        # retry still replays its job (DESIGN.md, "Idempotency"). Only this refusal pays the read.
+        _check_tier(request.tier, model, settings.tiers_for(model))
+    except (ModelNotAllowedError, TierUnavailableError):
+        # A deploy may have narrowed the allowlist (of models or tiers) since this key's first
+        # submit: an identical retry still replays its job (DESIGN.md, "Idempotency"). Only this
+        # refusal pays the read.
         replay = _replay_of_accepted(deps, scope, job_fingerprint, now)
         if replay is None:
             raise
@@ -224,6 +228,18 @@ def _model_for(request: SubmitRequest, default_model: str, allowed: tuple[str, .
     return requested
 
 
+# Tiers a job can run at today: batch is in the contract, refused until its batcher exists.
+_RUNNABLE_TIERS = frozenset({Tier.STANDARD, Tier.FLEX})
+
+
+def _check_tier(tier: Tier, model: str, offered: tuple[Tier, ...]) -> None:
+    if tier not in _RUNNABLE_TIERS or tier not in offered:
+        available = ", ".join(t.value for t in offered if t in _RUNNABLE_TIERS) or "none"
+        raise TierUnavailableError(
+            f"{model} is not available at the {tier.value} tier here (available: {available})."
+        )
+
+
 def _take_quota(
     deps: SubmitDependencies, caller: Caller, now: datetime, own_claim: IdempotencyRecord | None
 ) -> None:
@@ -321,4 +337,5 @@ def _job_from_claim(
         budget=hold,
         stream=request.stream,
         max_running=max_running,
+        tier=request.tier,
     )

@@ -1,6 +1,8 @@
 """Settings of the submit function."""
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field
 
 from shared import resources as r
 from shared.contract import Operation
@@ -11,7 +13,14 @@ from shared.plan_parameters import (
     PLAN_VERSION,
     PlanParameters,
 )
+from shared.prices import parse_model_tiers
 from shared.settings import BudgetPolicySettings, JobPolicySettings, StorageSettings
+from shared.tiers import Tier
+
+
+def _model_tiers(value: object) -> object:
+    # Pairs, not a dict: settings are hashable (the composition root is cached by them).
+    return tuple(parse_model_tiers(value).items()) if isinstance(value, str) else value
 
 
 class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
@@ -30,6 +39,18 @@ class SubmitSettings(StorageSettings, JobPolicySettings, BudgetPolicySettings):
     extract_step_output_tokens: int = Field(
         default=DEFAULT_EXTRACT_STEP_OUTPUT_TOKENS, alias="EXTRACT_STEP_OUTPUT_TOKENS", ge=1
     )
+
+    # The tiers each allowed model may run at: priced in docs/model-prices.json and allowed by the
+    # stage (synth writes it). Unset: standard only, for every model.
+    model_tiers: Annotated[tuple[tuple[str, tuple[Tier, ...]], ...] | None, BeforeValidator(_model_tiers)] = (
+        Field(default=None, alias="MODEL_TIERS")
+    )
+
+    def tiers_for(self, model: str) -> tuple[Tier, ...]:
+        """The tiers a job of this model may ask for."""
+        if self.model_tiers is None:
+            return (Tier.STANDARD,)
+        return dict(self.model_tiers).get(model, ())
 
     def plan_for(self, operation: Operation) -> PlanParameters:
         """The plan parameters new jobs of an operation are planned (and forever after replanned)

@@ -76,6 +76,7 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         return OpenAIChatProvider(
             lambda: secrets.get(settings.openai_secret),
             lambda key: build_openai_client(key, settings.openai_base_url, settings.provider_timeout_seconds),
+            settings.flex_timeout_seconds,
         )
 
     return WorkerDependencies(

@@ -10,10 +10,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from shared.errors import TerminalProviderError, TransientProviderError
+from shared.errors import FlexUnavailableError, TerminalProviderError, TransientProviderError
 from shared.job import Usage
+from shared.models import requires_max_completion_tokens
 from shared.planner import estimate_call_usage
 from shared.ports import Completion, CompletionRequest, StreamControl, StreamStopped, TextSink
+from shared.tiers import Tier
 
 if TYPE_CHECKING:
     import openai
@@ -33,8 +35,14 @@ class OpenAIChatProvider:
     the next call after the cache expires builds a client with the new key.
     """
 
-    def __init__(self, api_key: Callable[[], str], client_for_key: Callable[[str], openai.OpenAI]) -> None:
+    def __init__(
+        self,
+        api_key: Callable[[], str],
+        client_for_key: Callable[[str], openai.OpenAI],
+        flex_timeout_seconds: float,
+    ) -> None:
         self._api_key = api_key
+        self._flex_timeout_seconds = flex_timeout_seconds
         self._client_for_key = client_for_key
         self._lock = threading.Lock()
         self._client: openai.OpenAI | None = None
@@ -54,15 +62,11 @@ class OpenAIChatProvider:
 
         client = self._client_for_current_key()
         try:
-            response = client.chat.completions.create(**_arguments(request))
+            response = client.chat.completions.create(**self._arguments(request))
         except openai.APIError as error:
             raise classify_error(error) from None
         choice = response.choices[0] if response.choices else None
-        usage = (
-            Usage(input_tokens=response.usage.prompt_tokens, output_tokens=response.usage.completion_tokens)
-            if response.usage
-            else None
-        )
+        usage = usage_of(response.usage, response.service_tier, request.tier) if response.usage else None
         if choice is not None and choice.finish_reason == "content_filter":
             # Refused after generating: the tokens were billed, so the job keeps its usage.
             raise TerminalProviderError("content_policy", "The provider filtered the output.", usage=usage)
@@ -85,11 +89,11 @@ class OpenAIChatProvider:
             raise StreamStopped(None)  # stopped before it started: nothing was spent
         try:
             stream = client.chat.completions.create(
-                **_arguments(request), stream=True, stream_options={"include_usage": True}
+                **self._arguments(request), stream=True, stream_options={"include_usage": True}
             )
         except openai.APIError as error:
             raise classify_error(error) from None
-        received = _Received()
+        received = _Received(request.tier)
         try:
             with stream:  # closes the response (the provider stops generating) however this ends
                 for chunk in stream:
@@ -111,11 +115,41 @@ class OpenAIChatProvider:
             ) from error
         return received.outcome(request, stopped=control.stopped)
 
+    def _arguments(self, request: CompletionRequest) -> dict[str, Any]:
+        arguments = _arguments(request)
+        if request.tier is Tier.FLEX:
+            # A flex call may queue at the provider: it gets its own, longer timeout.
+            arguments["timeout"] = self._flex_timeout_seconds
+        return arguments
+
+
+def usage_of(usage: Any, served_tier: str | None, asked: Tier) -> Usage:
+    """The provider's usage report as ours: cached input from `prompt_tokens_details`, and the tier
+    the provider says it served the call at (`service_tier`; the one asked for when it says none)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    return Usage(
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cached_input_tokens=cached,
+        tiers=frozenset({_SERVED_TIERS.get(served_tier or "", asked)}),
+    )
+
+
+# `service_tier` in an answer names how the call was served; `default` is the standard tier.
+_SERVED_TIERS = {"default": Tier.STANDARD, "flex": Tier.FLEX}
+
 
 def _arguments(request: CompletionRequest) -> dict[str, Any]:
     arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
     if request.max_output_tokens is not None:
-        arguments["max_tokens"] = request.max_output_tokens
+        # Reasoning models refuse `max_tokens` (shared.models); the rest keep the name they know.
+        name = "max_completion_tokens" if requires_max_completion_tokens(request.model) else "max_tokens"
+        arguments[name] = request.max_output_tokens
+    if request.tier is Tier.FLEX:
+        arguments["service_tier"] = "flex"
+    if request.cache_key is not None:
+        arguments["prompt_cache_key"] = request.cache_key
     if request.response_schema is not None:
         # Strict structured outputs (DESIGN.md, "Structured extraction"): the provider holds the
         # answer to the schema; the worker checks it all the same before it is kept.
@@ -133,7 +167,8 @@ def _arguments(request: CompletionRequest) -> dict[str, Any]:
 class _Received:
     """What one stream delivered so far: its text, the finish reason and the usage chunk."""
 
-    def __init__(self) -> None:
+    def __init__(self, tier: Tier) -> None:
+        self.tier = tier
         self.pieces: list[str] = []
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
@@ -141,9 +176,7 @@ class _Received:
 
     def take(self, chunk: Any, on_text: TextSink) -> None:
         if chunk.usage is not None:
-            self.usage = Usage(
-                input_tokens=chunk.usage.prompt_tokens, output_tokens=chunk.usage.completion_tokens
-            )
+            self.usage = usage_of(chunk.usage, getattr(chunk, "service_tier", None), self.tier)
         for choice in chunk.choices or ():
             content = choice.delta.content if choice.delta is not None else None
             if content:
@@ -155,7 +188,10 @@ class _Received:
                 self.finish_reason = choice.finish_reason
 
     def usage_or_estimate(self, request: CompletionRequest) -> Usage:
-        return self.usage or estimate_call_usage(request.messages, "".join(self.pieces))
+        if self.usage is not None:
+            return self.usage
+        estimate = estimate_call_usage(request.messages, "".join(self.pieces))
+        return estimate.model_copy(update={"tiers": frozenset({request.tier})})
 
     def outcome(self, request: CompletionRequest, *, stopped: bool) -> Completion:
         """The completion of a stream that ended (or was stopped) without raising."""
@@ -198,6 +234,9 @@ def classify_error(error: openai.APIError) -> TransientProviderError | TerminalP
     status = error.status_code
     if status in {401, 403, 404}:
         return TerminalProviderError("provider_auth", "The provider refused outlast's credentials or model.")
+    if status == 429 and error.code == "resource_unavailable":
+        # The flex tier's "no capacity now": not a rate limit, nothing billed (DESIGN.md, "Cost tiers").
+        return FlexUnavailableError("The flex tier has no capacity now.", retry_after=_retry_after(error))
     if status in {408, 409, 429} or status >= 500:
         return TransientProviderError("The provider is busy or failing.", retry_after=_retry_after(error))
     code = error.code if isinstance(error.code, str) else ""

@@ -27,9 +27,14 @@ from functions.worker.steps import StepLoop, StepsStopped
 from functions.worker.streaming import StreamingCall
 from functions.worker.structured import checked, checked_answer, invalid_output, response_schema
 from shared.clock import truncate_to_millis
-from shared.errors import InvalidAnswerError, TerminalProviderError, TransientProviderError
+from shared.errors import (
+    FlexUnavailableError,
+    InvalidAnswerError,
+    TerminalProviderError,
+    TransientProviderError,
+)
 from shared.fairness import message_group
-from shared.job import BlobLocation, JobError, JobRecord, JobResult, StepOutput, Usage, add_usage
+from shared.job import BlobLocation, JobError, JobInput, JobRecord, JobResult, StepOutput, Usage, add_usage
 from shared.job_errors import job_error
 from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
@@ -46,10 +51,11 @@ from shared.ports import (
     Transition,
     TransitionConflictError,
 )
-from shared.prompts import template_for_version
+from shared.prompts import cache_key, template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES, MAX_DELAY_SECONDS
 from shared.retention import end_input, input_expiry, input_needs_renewal
 from shared.slots import SlotLostError, take_any
+from shared.tiers import Tier, call_tier
 
 T = TypeVar("T")
 __all__ = ["JobWorker", "RetryLater"]
@@ -270,6 +276,12 @@ class JobWorker:
         if plan.total_steps > 1:
             await self._run_steps(run, plan)
             return
+        await self._run_one_step(run, plan, job_input)
+
+    async def _run_one_step(self, run: _Run, plan: StepPlan, job_input: JobInput) -> None:
+        """A one-step job: its one call (asked again once if structured and off its schema), then
+        the outcome."""
+        job = run.job
         template = template_for_version(job.operation, job.prompt_version)
         request = CompletionRequest(
             model=job.model,
@@ -277,11 +289,17 @@ class JobWorker:
             # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
             max_output_tokens=plan.steps[0].max_tokens,
             response_schema=response_schema(plan, plan.steps[0]),
+            tier=self._call_tier(job),
+            cache_key=cache_key(job.tenant, job.operation, job.prompt_version),
         )
         # `run.usage` may hold a refused structured answer's tokens already (`_answer`): whatever
         # ends the claim adds its own to them.
         try:
             completion = await self._answer(run, request)
+        except FlexUnavailableError as error:
+            # Nothing generated, nothing billed: this claim bought nothing unless a first answer
+            # (refused by its schema) was paid for.
+            await self._defer_flex_unavailable(run, error.retry_after, refund=run.usage is None)
         except TransientProviderError as error:
             # A stream cut mid-way generated (and was billed for) part of an answer: counted by estimate.
             run.usage = add_usage(run.usage, error.usage if isinstance(error.usage, Usage) else None)
@@ -362,6 +380,7 @@ class JobWorker:
         provider = await self._io(self._deps.provider)
         loop = asyncio.get_running_loop()
         streamed = plan.final_step if job.stream else None
+        tier = self._call_tier(job)
 
         def start_call(step: Step, request: CompletionRequest) -> asyncio.Future[Completion]:
             # A streaming job streams its final call only; the steps before it are checkpointed as ever.
@@ -382,7 +401,9 @@ class JobWorker:
             concurrency=self._settings.step_concurrency,
             heartbeat_seconds=self._settings.heartbeat_seconds,
             deadline=self._deadline,
-            call_timeout=self._settings.provider_timeout_seconds,
+            call_timeout=self._call_timeout(tier),
+            tier=tier,
+            cache_key=cache_key(job.tenant, job.operation, job.prompt_version),
             monotonic=time.monotonic,
             start_call=start_call,
             checkpoint=lambda step, completion: self._checkpoint_step(run, step, completion),
@@ -407,6 +428,9 @@ class JobWorker:
         run.usage_total, run.extra_usage = stopped.usage, stopped.extra_usage
         if isinstance(stopped.error, TerminalProviderError):
             await self._fail(run, stopped.error.job_code)
+        elif isinstance(stopped.error, FlexUnavailableError):
+            # The steps it checkpointed are kept; a claim that wrote none bought nothing.
+            await self._defer_flex_unavailable(run, stopped.error.retry_after, refund=not steps.progressed)
         elif isinstance(stopped.error, TransientProviderError):
             await self._retry_or_exhaust(run, stopped.error.retry_after)
         else:
@@ -507,6 +531,7 @@ class JobWorker:
         # Built off the event loop: the first build reads the secret and creates a client, which
         # would otherwise stall every other job's heartbeats in this batch.
         provider = await self._io(self._deps.provider)
+        self._check_time_for(request)
         if time.monotonic() - run.last_heartbeat >= self._settings.heartbeat_seconds:
             # Slow to get here (a cold start): look for a cancel before spending a model call.
             await self._heartbeat(run)
@@ -522,6 +547,7 @@ class JobWorker:
         """The streaming call, watched like any call (heartbeats, the deadline); a stop from the
         watch (a cancel, the deadline, a lost lease) is the caller's to act on (`_stop_stream`)."""
         provider = await self._io(self._deps.provider)
+        self._check_time_for(request)
         return await self._watch(run, self._start_stream(run, provider, request))
 
     def _start_stream(
@@ -562,6 +588,22 @@ class JobWorker:
                 # is simply never read.
                 raise ReleaseNeeded
             await self._heartbeat(run)
+
+    def _call_tier(self, job: JobRecord) -> Tier:
+        """The tier the claim's calls go out at: a flex job's until flexFallbackSeconds since submit."""
+        return call_tier(job.tier, job.created_at, self._now(), self._settings.flex_fallback_seconds)
+
+    def _call_timeout(self, tier: Tier) -> float:
+        """How long a call at `tier` may take: a flex call may queue at the provider."""
+        if tier is Tier.FLEX:
+            return self._settings.flex_timeout_seconds
+        return self._settings.provider_timeout_seconds
+
+    def _check_time_for(self, request: CompletionRequest) -> None:
+        """A flex call is not started with less than its timeout left before the release deadline:
+        it could outlive the invocation and be paid for again."""
+        if request.tier is Tier.FLEX and self._deadline - time.monotonic() < self._call_timeout(request.tier):
+            raise ReleaseNeeded
 
     async def _heartbeat(self, run: _Run, write: Callable[[str, Lease], JobRecord] | None = None) -> None:
         """Extend the lease (with `write`: a heartbeat that also takes the next output attempt)."""
@@ -683,6 +725,21 @@ class JobWorker:
         )
         await self._back_to_pending(run, delay)
 
+    async def _defer_flex_unavailable(self, run: _Run, provider_hint: float | None, *, refund: bool) -> None:
+        """A deferral, not a stall: the flex tier had no capacity (429 `resource_unavailable`), so the
+        job goes back to Pending with its claim's attempt given back (`refund`: the claim paid for
+        no call), and never runs out of attempts this way; flexFallbackSeconds bounds the waiting,
+        after which its calls go out at standard (DESIGN.md, "Cost tiers")."""
+        delay = backoff_seconds(
+            max(1, run.job.attempts),
+            self._settings.backoff_base_seconds,
+            self._settings.backoff_cap_seconds,
+            provider_hint,
+            self._deps.random,
+        )
+        metrics.add_metric(name="FlexDeferrals", unit="Count", value=1)
+        await self._back_to_pending(run, delay, refund_attempt=refund)
+
     async def _release(self, run: _Run) -> None:
         """Near the Lambda timeout: hand the job back (never fail it) unless attempts are spent."""
         if run.job.stalls >= run.job.max_attempts:
@@ -690,7 +747,7 @@ class JobWorker:
             return
         await self._back_to_pending(run, 1)
 
-    async def _back_to_pending(self, run: _Run, delay: int) -> None:
+    async def _back_to_pending(self, run: _Run, delay: int, *, refund_attempt: bool = False) -> None:
         if run.job.status is JobStatus.CANCELLATION_REQUESTED:
             await self._cancel(run)
             return
@@ -709,6 +766,7 @@ class JobWorker:
             usage=None if run.usage_has_result else run.usage,
             usage_total=run.usage_total,
             extra_usage=run.extra_usage,
+            refund_attempt=refund_attempt,
         )
         try:
             run.job = await self._io(self._deps.repository.transition, transition)

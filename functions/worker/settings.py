@@ -22,6 +22,11 @@ class WorkerSettings(JobPolicySettings, SlotStorageSettings):
     lease_seconds: int = Field(default=60, alias="LEASE_SECONDS", ge=1, le=900)
     heartbeat_seconds: float = Field(default=20, alias="HEARTBEAT_SECONDS", gt=0, le=300)
     provider_timeout_seconds: float = Field(default=120, alias="PROVIDER_TIMEOUT_SECONDS", gt=0, le=900)
+    # A flex call may queue at the provider (DESIGN.md, "Cost tiers"): its own timeout, and none
+    # starts with less than it left before the release margin.
+    flex_timeout_seconds: float = Field(default=240, alias="FLEX_TIMEOUT_SECONDS", gt=0, le=900)
+    # Since submit: a flex job still refused after this long sends its later calls at standard.
+    flex_fallback_seconds: int = Field(default=3600, alias="FLEX_FALLBACK_SECONDS", ge=0, le=7 * 86_400)
     backoff_base_seconds: float = Field(default=2, alias="BACKOFF_BASE_SECONDS", gt=0, le=300)
     backoff_cap_seconds: float = Field(default=300, alias="BACKOFF_CAP_SECONDS", gt=0, le=43_200)
     release_margin_seconds: float = Field(default=15, alias="RELEASE_MARGIN_SECONDS", ge=1, le=300)

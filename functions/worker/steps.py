@@ -36,6 +36,7 @@ from shared.errors import InvalidAnswerError, ProviderError, TerminalProviderErr
 from shared.job import StepOutput, Usage, add_usage
 from shared.planner import Step, StepPlan, ready_steps, step_messages
 from shared.ports import Completion, CompletionRequest
+from shared.tiers import Tier
 
 # Starts one step's call: the worker streams a streaming job's final step, calls the others.
 StartCall = Callable[[Step, CompletionRequest], "asyncio.Future[Completion]"]
@@ -71,6 +72,8 @@ class StepLoop:
         heartbeat_seconds: float,
         deadline: float,
         call_timeout: float,
+        tier: Tier,
+        cache_key: str | None,
         monotonic: Callable[[], float],
         start_call: StartCall,
         checkpoint: Checkpoint,
@@ -87,6 +90,9 @@ class StepLoop:
         self._heartbeat_seconds = heartbeat_seconds
         self._deadline = deadline
         self._call_timeout = call_timeout
+        self._tier = tier  # every call of this claim goes out at it (shared.tiers)
+        self._cache_key = cache_key
+        self._adopted = len(self._done)  # checkpoints earlier claims wrote
         self._monotonic = monotonic  # the clock `deadline` is on (time.monotonic)
         self._out_of_time = False  # a ready step was not started: the deadline is too close
         self._start_call = start_call
@@ -105,6 +111,11 @@ class StepLoop:
     def completed(self) -> int:
         """Steps with a checkpoint, adopted or written by this claim."""
         return len(self._done)
+
+    @property
+    def progressed(self) -> bool:
+        """True once this claim checkpointed a step of its own."""
+        return len(self._done) > self._adopted
 
     @property
     def usage(self) -> Usage | None:
@@ -162,6 +173,8 @@ class StepLoop:
                 messages=step_messages(self._plan, step, children),
                 max_output_tokens=step.max_tokens,
                 response_schema=response_schema(self._plan, step),
+                tier=self._tier,
+                cache_key=self._cache_key,
             )
             self._in_flight[self._start_call(step, request)] = step
 

@@ -301,6 +301,13 @@ class JobOptions(BaseModel):
             title="Stream",
         ),
     ] = None
+    tier: Annotated[
+        Literal["standard", "flex", "batch"] | None,
+        Field(
+            description="How the provider runs the job's calls: `standard` (the default) or `flex` (about half the token price; calls may wait and are retried at no attempt's cost, and go out at the standard tier once the job has waited the stage's flexFallbackSeconds). A model and tier the stage does not price or allow is 400 tier_unavailable.",
+            title="Tier",
+        ),
+    ] = None
 
 
 class JobPage(BaseModel):
@@ -580,6 +587,14 @@ class UsageDocument(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
     )
+    cached_input_tokens: Annotated[
+        int | None,
+        Field(
+            alias="cachedInputTokens",
+            description="Of inputTokens, those the provider read from its prompt cache (billed at a discount).",
+            title="Cachedinputtokens",
+        ),
+    ] = 0
     estimated: Annotated[
         bool | None,
         Field(
@@ -589,3 +604,10 @@ class UsageDocument(BaseModel):
     ] = False
     input_tokens: Annotated[int, Field(alias="inputTokens", title="Inputtokens")]
     output_tokens: Annotated[int, Field(alias="outputTokens", title="Outputtokens")]
+    tiers: Annotated[
+        list[Literal["standard", "flex", "batch"]] | None,
+        Field(
+            description="The tiers the job's calls ran at (a flex job that fell back shows both).",
+            title="Tiers",
+        ),
+    ] = None

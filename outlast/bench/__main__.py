@@ -24,6 +24,7 @@ SECTIONS = (
     "worker",
     "cost",
     "longinput",
+    "tokens",
     "coldstart",
     "pipeline",
     "streaming",
@@ -58,6 +59,7 @@ class Sizes:
     ingest_repeats: int = 5
     document_submit_repeats: int = 5
     document_submit_bytes: int = 8 * 1024 * 1024 - 1024
+    tokens_smoke: bool = False  # the token bill's reference workload, shrunk (outlast.bench.tokens)
 
 
 FULL = Sizes(10, 3, 10, 2.0, 5, 7, (1000, 10000), 240, 16, 1_048_576, 40, 500, 20)
@@ -97,6 +99,7 @@ SMOKE = Sizes(
     ingest_repeats=1,
     document_submit_repeats=1,
     document_submit_bytes=100_000,
+    tokens_smoke=True,
 )
 
 
@@ -133,7 +136,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The benchmarks that share one in-process harness (moto, the model server, the handlers)."""
-    from outlast.bench import coldstart, cost, document_submit, longinput, worker  # noqa: PLC0415
+    from outlast.bench import (  # noqa: PLC0415 - after argument parsing
+        coldstart,
+        cost,
+        document_submit,
+        longinput,
+        tokens,
+        worker,
+    )
     from outlast.bench.harness import Harness  # noqa: PLC0415
     from outlast.bench.prices import load_prices  # noqa: PLC0415
 
@@ -162,6 +172,9 @@ def _in_process(sections: list[str], sizes: Sizes, previous: dict[str, Any]) -> 
             results["longinput"] = longinput.run(
                 harness, load_prices(), max_bytes=sizes.long_input_bytes, delay_seconds=1.0, say=_say
             )
+        if "tokens" in sections:
+            workload = tokens.SMOKE_REFERENCE if sizes.tokens_smoke else tokens.REFERENCE
+            results["tokens"] = tokens.run(harness, load_prices(), workload=workload, say=_say)
         if "coldstart" in sections:
             results["coldstart"] = coldstart.run(harness, runs=sizes.coldstart_runs, say=_say)
         if "documentsubmit" in sections:

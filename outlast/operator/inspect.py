@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from infra.prices import read_price_table
 from outlast.operator.dlq import DEFAULT_MAX_MESSAGES, QueueDepth, held_messages, queue_depth, read_job
 from outlast.operator.plan import DeadLetter
 from outlast.operator.targets import Target
@@ -25,6 +26,7 @@ from shared.job import BlobLocation, JobInput, JobRecord, Usage
 from shared.payload_reads import input_of, result_of
 from shared.planner import plan_of
 from shared.ports import Lane
+from shared.prices import CostRange, job_cost
 
 LEASE_TOKEN_PREFIX = 8
 
@@ -81,6 +83,27 @@ class Inspection:
     steps: list[StepRow] | None  # None: the input is gone, so the plan cannot be made again
     lanes: dict[Lane, Lanes]  # the jobs queue and the isolation queue, each with its DLQ
     now: datetime
+
+    @property
+    def token_cost(self) -> CostRange | None:
+        """What the job's tokens cost under docs/model-prices.json (None: no usage, or a model the
+        table does not price)."""
+        return token_cost(self.job)
+
+
+def token_cost(job: JobRecord) -> CostRange | None:
+    """The dollars of a job's usage at the tiers its calls ran at (DESIGN.md, "Cost tiers")."""
+    usage = job.usage
+    if usage is None:
+        return None
+    return job_cost(
+        read_price_table(),
+        job.model,
+        tiers=usage.tiers,
+        input_tokens=usage.input_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+        output_tokens=usage.output_tokens,
+    )
 
 
 def lease_prefix(token: str | None) -> str | None:
@@ -211,6 +234,12 @@ def _result(target: Target, job: JobRecord) -> Payload | None:
     )
 
 
+def _cost_document(cost: CostRange | None) -> dict[str, float] | None:
+    if cost is None:
+        return None
+    return {"low": round(cost.low, 8), "high": round(cost.high, 8)}
+
+
 def inspection_document(inspection: Inspection) -> dict[str, Any]:
     """The inspection as one JSON-ready document (`jobs inspect --json`)."""
     job = inspection.job
@@ -244,11 +273,18 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
             else None
         ),
         "error": {"code": job.error.code, "message": job.error.message} if job.error else None,
+        "tier": job.tier.value,
         "usage": (
-            {"inputTokens": job.usage.input_tokens, "outputTokens": job.usage.output_tokens}
+            {
+                "inputTokens": job.usage.input_tokens,
+                "outputTokens": job.usage.output_tokens,
+                "cachedInputTokens": job.usage.cached_input_tokens,
+                "tiers": sorted(tier.value for tier in job.usage.tiers),
+            }
             if job.usage
             else None
         ),
+        "tokenCostUsd": _cost_document(inspection.token_cost),
         "sweep": (
             {"shard": inspection.sweep.shard, "at": _iso(inspection.sweep.at)} if inspection.sweep else None
         ),

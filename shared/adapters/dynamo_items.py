@@ -17,6 +17,7 @@ from shared.contract import Operation
 from shared.job import BudgetHold, IdempotencyRecord, JobError, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
+from shared.tiers import Tier
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -41,8 +42,16 @@ USAGE_ESTIMATED_ATTRIBUTE = "usageEstimated"
 # Fairness: the tenant's running cap copied at submit, and the slot a capped claim holds.
 MAX_RUNNING_ATTRIBUTE = "maxRunning"
 SLOT_ATTRIBUTE = "slot"
+CACHED_INPUT_TOKENS_ATTRIBUTE = "cachedInputTokens"  # absent while 0
+USAGE_TIERS_ATTRIBUTE = "usageTiers"  # a string set of the tiers counted calls ran at
+TIER_ATTRIBUTE = "tier"  # JobRecord.tier: absent for standard, the default
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
-_LARGEST_USAGE = Usage(input_tokens=9_999_999, output_tokens=9_999_999)
+_LARGEST_USAGE = Usage(
+    input_tokens=9_999_999,
+    output_tokens=9_999_999,
+    cached_input_tokens=9_999_999,
+    tiers=frozenset({Tier.STANDARD, Tier.FLEX}),
+)
 INPUT_SORT_VALUE = "INPUT"
 RESULT_SORT_VALUE = "RESULT"
 
@@ -142,12 +151,15 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         DOCUMENT_SHA256_ATTRIBUTE: job.document_sha256,
         MAX_RUNNING_ATTRIBUTE: job.max_running or None,
         SLOT_ATTRIBUTE: job.slot,
+        TIER_ATTRIBUTE: job.tier.value if job.tier is not Tier.STANDARD else None,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
     if job.usage is not None:
         values.update(inputTokens=job.usage.input_tokens, outputTokens=job.usage.output_tokens)
         values[USAGE_ESTIMATED_ATTRIBUTE] = True if job.usage.estimated else None
+        values[CACHED_INPUT_TOKENS_ATTRIBUTE] = job.usage.cached_input_tokens or None
+        values[USAGE_TIERS_ATTRIBUTE] = {tier.value for tier in job.usage.tiers} or None
     if job.extra_usage is not None:
         values[EXTRA_INPUT_TOKENS_ATTRIBUTE] = job.extra_usage.input_tokens
         values[EXTRA_OUTPUT_TOKENS_ATTRIBUTE] = job.extra_usage.output_tokens
@@ -170,6 +182,8 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
             input_tokens=values["inputTokens"],
             output_tokens=values.get("outputTokens", 0),
             estimated=bool(values.get(USAGE_ESTIMATED_ATTRIBUTE, False)),
+            cached_input_tokens=values.get(CACHED_INPUT_TOKENS_ATTRIBUTE, 0),
+            tiers=frozenset(Tier(tier) for tier in values.get(USAGE_TIERS_ATTRIBUTE, ())),
         )
         if "inputTokens" in values
         else None
@@ -234,6 +248,7 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         document_sha256=values.get(DOCUMENT_SHA256_ATTRIBUTE),
         max_running=values.get(MAX_RUNNING_ATTRIBUTE, 0),
         slot=values.get(SLOT_ATTRIBUTE),
+        tier=Tier(values.get(TIER_ATTRIBUTE, Tier.STANDARD.value)),
     )
 
 

@@ -12,6 +12,7 @@ from shared.adapters.due_index import query_due
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
     BUDGET_ATTRIBUTES,
+    CACHED_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_OUTPUT_TOKENS_ATTRIBUTE,
     INPUT_BODY_ATTRIBUTE,
@@ -22,6 +23,7 @@ from shared.adapters.dynamo_items import (
     RESULT_USAGE_COUNTED_ATTRIBUTE,
     SLOT_ATTRIBUTE,
     USAGE_ESTIMATED_ATTRIBUTE,
+    USAGE_TIERS_ATTRIBUTE,
     budget_to_values,
     fits_in_job_item,
     idempotency_from_item,
@@ -417,11 +419,14 @@ def _lease_accounting(update: UpdateBuilder, t: Transition) -> None:
         update.set("isolated", True)
     if t.count_crash:
         update.add("crashes", 1)
-    if t.refund_stall:
-        # Only the sweeper refunds, under the expired lease of a claim that counted one, so
-        # stalls is at least 1 here.
+    if t.refund_stall or t.refund_attempt:
+        # Only the sweeper and a deferral refund, under the lease of a claim that counted one, so
+        # stalls (and attempts) are at least 1 here.
         stalls = update.name("stalls")
         update.set_expression("stalls", f"{stalls} - {update.value(1)}")
+    if t.refund_attempt:
+        attempts = update.name("attempts")
+        update.set_expression("attempts", f"{attempts} - {update.value(1)}")
 
 
 def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
@@ -435,10 +440,7 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
     if t.usage_total is not None:
         _set_usage(update, t.usage_total, t.extra_usage)
     elif t.usage is not None:
-        # Tokens add up over attempts: a retried call costs again, and the job says so.
-        update.add("inputTokens", t.usage.input_tokens).add("outputTokens", t.usage.output_tokens)
-        if t.usage.estimated:
-            update.set(USAGE_ESTIMATED_ATTRIBUTE, True)
+        _add_usage(update, t.usage)
     if t.result_usage_counted:
         update.set(RESULT_USAGE_COUNTED_ATTRIBUTE, True)
     optional = {
@@ -454,12 +456,26 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
             update.set(attribute, value)
 
 
+def _add_usage(update: UpdateBuilder, usage: Usage) -> None:
+    """Tokens add up over attempts: a retried call costs again, and the job says so."""
+    update.add("inputTokens", usage.input_tokens).add("outputTokens", usage.output_tokens)
+    if usage.estimated:
+        update.set(USAGE_ESTIMATED_ATTRIBUTE, True)
+    if usage.cached_input_tokens:
+        update.add(CACHED_INPUT_TOKENS_ATTRIBUTE, usage.cached_input_tokens)
+    update.add_to_set(USAGE_TIERS_ATTRIBUTE, {tier.value for tier in usage.tiers})
+
+
 def _set_usage(update: UpdateBuilder, usage: Usage | None, extra_usage: Usage | None) -> None:
     """A multi-step job's usage, replaced: the checkpoints' sum plus the extra calls' (also kept)."""
     if usage is not None:
         update.set("inputTokens", usage.input_tokens).set("outputTokens", usage.output_tokens)
         if usage.estimated:  # sticky: a sum that once held an estimate still does
             update.set(USAGE_ESTIMATED_ATTRIBUTE, True)
+        if usage.cached_input_tokens:
+            update.set(CACHED_INPUT_TOKENS_ATTRIBUTE, usage.cached_input_tokens)
+        # Sticky like the estimate flag: a tier once used stays among the job's tiers.
+        update.add_to_set(USAGE_TIERS_ATTRIBUTE, {tier.value for tier in usage.tiers})
     if extra_usage is not None:
         update.set(EXTRA_INPUT_TOKENS_ATTRIBUTE, extra_usage.input_tokens)
         update.set(EXTRA_OUTPUT_TOKENS_ATTRIBUTE, extra_usage.output_tokens)

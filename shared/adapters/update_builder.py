@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from shared.adapters.dynamo_items import serialize
@@ -48,6 +49,12 @@ class UpdateBuilder:
     def add(self, attribute: str, amount: int) -> UpdateBuilder:
         """ADD amount to a number attribute (creating it at 0)."""
         self._adds.append(f"{self.name(attribute)} {self.value(amount)}")
+        return self
+
+    def add_to_set(self, attribute: str, members: AbstractSet[str]) -> UpdateBuilder:
+        """ADD members to a string set attribute (creating it); nothing for no members."""
+        if members:
+            self._adds.append(f"{self.name(attribute)} {self.value(members)}")
         return self
 
     def require(self, condition: str) -> UpdateBuilder:

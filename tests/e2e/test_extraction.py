@@ -115,6 +115,8 @@ def test_an_invalid_answer_is_asked_again_and_both_calls_are_counted(stack: Runn
         "inputTokens": sum(call["usage"]["inputTokens"] for call in calls),
         "outputTokens": sum(call["usage"]["outputTokens"] for call in calls),
         "estimated": False,
+        "cachedInputTokens": 0,
+        "tiers": ["standard"],
     }
     assert document["usage"] == served
 

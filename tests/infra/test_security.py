@@ -85,6 +85,7 @@ EXPECTED_ENVIRONMENT = {
         "MAX_ATTEMPTS",
         "DEFAULT_MODEL",
         "ALLOWED_MODELS",
+        "MODEL_TIERS",  # the model/tier pairs the price table and the stage offer
         "POLL_AFTER_SECONDS",
         "JOB_RETENTION_DAYS",
         "IDEMPOTENCY_TTL_HOURS",
@@ -124,6 +125,8 @@ EXPECTED_ENVIRONMENT = {
         "LEASE_SECONDS",
         "HEARTBEAT_SECONDS",
         "PROVIDER_TIMEOUT_SECONDS",
+        "FLEX_TIMEOUT_SECONDS",
+        "FLEX_FALLBACK_SECONDS",
         "BACKOFF_BASE_SECONDS",
         "BACKOFF_CAP_SECONDS",
         "RELEASE_MARGIN_SECONDS",

@@ -33,7 +33,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], st
             "outlast.bench",
             "--smoke",
             "--only",
-            "worker,cost,longinput,coldstart,ingest,documentsubmit",
+            "worker,cost,longinput,tokens,coldstart,ingest,documentsubmit",
             "--out-dir",
             str(out_dir),
         ],
@@ -285,3 +285,20 @@ def test_document_submit_section_times_a_submit_on_a_document_beside_inline_text
     assert section["document"]["seconds"]["n"] == section["inline"]["seconds"]["n"] == 1
     assert section["document"]["bytes"] > 50_000
     assert "Submit on a document" in markdown
+
+
+def test_token_section_prices_the_reference_workload_per_tier(report: tuple[dict[str, Any], str]) -> None:
+    # Given a smoke run of the token bill (a shrunk reference workload; its second run repeats prompts)
+    document, markdown = report
+    section = document["tokens"]
+    # Then its tokens were measured, part of its input came from the prompt cache, and every
+    # model/tier pair of the price table is priced, flex below standard
+    assert _positive(section["perJob"]["inputTokens"])
+    assert 0 < section["cachedShare"] < 1
+    rows = {(row["model"], row["tier"]): row for row in section["tiers"]}
+    assert ("gpt-4o-mini", "standard") in rows
+    flex, standard = rows[("gpt-5-mini", "flex")], rows[("gpt-5-mini", "standard")]
+    assert 0 < flex["tokenUsdPer1000Jobs"] < standard["tokenUsdPer1000Jobs"]
+    assert flex["tokenUsdPer1000Jobs"] <= flex["tokenUsdPer1000JobsWithoutCache"]
+    assert flex["waitGbSecondsPerJob"] > standard["waitGbSecondsPerJob"] > 0
+    assert "## The token bill" in markdown

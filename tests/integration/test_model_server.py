@@ -486,7 +486,7 @@ def test_the_same_document_in_planned_steps_fits_with_one_call_per_step(server: 
     maps = [c for c in calls if c["kind"] == "map"]
     assert sorted(c["part"] for c in maps) == list(range(1, len(plan.chunks) + 1))
     assert {c["parts"] for c in maps} == {len(plan.chunks)}
-    assert {c["promptVersion"] for c in calls} == {"summarize-map-v1", "summarize-reduce-v1"}
+    assert {c["promptVersion"] for c in calls} == {"summarize-map-v2", "summarize-reduce-v1"}
 
 
 def run_plan(client: openai.OpenAI, plan: StepPlan) -> dict[str, str]:

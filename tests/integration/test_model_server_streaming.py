@@ -17,12 +17,18 @@ from shared.job import Usage
 from shared.planner import estimate_call_usage
 from shared.ports import Completion, CompletionRequest, StreamControl, StreamStopped
 from shared.prompts import template_for
+from shared.tiers import Tier
 from tests.integration.test_model_server import control
 
 pytestmark = pytest.mark.integration
 
 MODEL = "gpt-4o-mini"
 SENTENCE = " ".join(f"word{n:02d}" for n in range(40))
+
+
+def standard(usage: Usage) -> Usage:
+    """An estimate as the provider records it for a call at the standard tier."""
+    return usage.model_copy(update={"tiers": frozenset({Tier.STANDARD})})
 
 
 @pytest.fixture
@@ -32,7 +38,7 @@ def server() -> Iterator[ModelServer]:
 
 
 def provider_for(server: ModelServer) -> OpenAIChatProvider:
-    return OpenAIChatProvider(lambda: "local", lambda key: build_openai_client(key, server.url, 10.0))
+    return OpenAIChatProvider(lambda: "local", lambda key: build_openai_client(key, server.url, 10.0), 10.0)
 
 
 def request(text: str) -> CompletionRequest:
@@ -76,7 +82,7 @@ def test_a_cut_stream_is_transient_and_counts_what_it_sent_as_the_server_tallies
     # what the server's own tally says it served; the second stream is whole
     assert 0 < len(pieces) < 10
     assert isinstance(cut.value.usage, Usage)
-    assert cut.value.usage == estimate_call_usage(asked.messages, "".join(pieces))
+    assert cut.value.usage == standard(estimate_call_usage(asked.messages, "".join(pieces)))
     tally = control(server, "GET", "/_tally")[messages_hash(asked.messages)]
     assert again.usage is not None
     assert tally == {
@@ -106,7 +112,7 @@ def test_a_stopped_stream_is_closed_and_the_server_sees_it_closed_early(server: 
 
     # Then it stopped at once, counted by estimate, and the server saw its client close the stream
     assert len(pieces) == 2
-    assert stopped.value.usage == estimate_call_usage(asked.messages, "".join(pieces))
+    assert stopped.value.usage == standard(estimate_call_usage(asked.messages, "".join(pieces)))
     calls = control(server, "GET", "/_calls")
     assert [call["outcome"] for call in calls] == ["closed_early"]
     assert calls[0]["usage"]["outputTokens"] < estimate_call_usage(asked.messages, SENTENCE).output_tokens

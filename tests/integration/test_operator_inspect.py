@@ -9,6 +9,7 @@ import boto3
 import pytest
 
 import outlast.local.stack
+from infra.prices import read_price_table
 from outlast.cli.local import DEFAULT_PORT
 from outlast.cli.ops.common import DEFAULT_LOCAL_PORT
 from shared.adapters.dynamo_items import job_key
@@ -18,7 +19,8 @@ from shared.job import JobInput, StepOutput, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
-from tests.integration.test_operator_dlq import World, build_cli, create_world
+from shared.tiers import Tier
+from tests.integration.test_operator_dlq import EXHAUSTED, World, build_cli, create_world
 from tests.support import jobs
 from tests.support.aws import REGION
 
@@ -237,3 +239,24 @@ def test_inspect_lists_a_multi_step_jobs_steps_and_its_checkpoints(world: World)
     assert document["plan"]["chunkTokens"] == 1000
     assert "m0001    map    reads chunk 2" in lines
     assert "a summary" not in lines
+
+
+def test_inspect_shows_a_jobs_token_cost_from_the_price_table(world: World) -> None:
+    # Given a job whose calls used 12,000 tokens in (2,048 of them cached) and 500 out, at standard
+    usage = Usage(
+        input_tokens=12_000, output_tokens=500, cached_input_tokens=2048, tiers=frozenset({Tier.STANDARD})
+    )
+    job = jobs.fail(world.repository, world.running(), EXHAUSTED, usage=usage)
+
+    # When on-call inspects it
+    document = world.cli("jobs", "inspect", job.job_id, "--json", "--no-dlq").document
+    people = world.cli("jobs", "inspect", job.job_id, "--no-dlq").out
+
+    # Then the cost is the price table's, cached input at its own price
+    price = read_price_table().price(job.model, Tier.STANDARD)
+    assert price is not None
+    expected = price.cost(12_000, 2048, 500)
+    assert document["tokenCostUsd"] == {"low": round(expected, 8), "high": round(expected, 8)}
+    assert document["usage"]["cachedInputTokens"] == 2048
+    assert document["usage"]["tiers"] == ["standard"]
+    assert f"${expected:.6f}" in people

@@ -439,9 +439,14 @@ def assert_status_document(document: dict[str, Any], job_id: str | None = None) 
         assert document["error"] is None, document
     usage = document["usage"]
     assert usage is None or (
-        set(usage) == {"inputTokens", "outputTokens", "estimated"}
-        and all(isinstance(usage[k], int) and usage[k] >= 0 for k in ("inputTokens", "outputTokens"))
+        set(usage) == {"inputTokens", "outputTokens", "estimated", "cachedInputTokens", "tiers"}
+        and all(
+            isinstance(usage[k], int) and usage[k] >= 0
+            for k in ("inputTokens", "outputTokens", "cachedInputTokens")
+        )
+        and usage["cachedInputTokens"] <= usage["inputTokens"]
         and isinstance(usage["estimated"], bool)
+        and set(usage["tiers"]) <= {"standard", "flex"}
     ), usage
     text = json.dumps(document)
     assert not [leak for leak in LEAKS if leak in text], text

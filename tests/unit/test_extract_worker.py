@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import httpx2
-import openai
 import pytest
 
 from functions.worker.provider import OpenAIChatProvider
@@ -23,7 +22,9 @@ from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
 from shared.ports import Completion, CompletionRequest, ResponseSchema, StreamControl, TextSink
+from shared.tiers import Tier
 from tests.fakes import job_record
+from tests.support.providers import in_memory_provider
 from tests.support.worker_world import USAGE, World, handed_back
 
 INVOICE: dict[str, Any] = {
@@ -264,15 +265,7 @@ def provider_answering(body: dict[str, Any], seen: list[dict[str, Any]]) -> Open
         seen.append(json.loads(request.content))
         return httpx2.Response(200, json=body)
 
-    return OpenAIChatProvider(
-        lambda: "sk-unit-test",
-        lambda key: openai.OpenAI(
-            api_key=key,
-            base_url="http://model.invalid/v1",
-            max_retries=0,
-            http_client=httpx2.Client(transport=httpx2.MockTransport(transport)),
-        ),
-    )
+    return in_memory_provider(transport)
 
 
 def completion_body(
@@ -330,7 +323,7 @@ def test_a_refusal_fails_content_policy_with_its_usage(seen: list[dict[str, Any]
         provider.complete(STRUCTURED)
 
     assert raised.value.job_code == "content_policy"
-    assert raised.value.usage == Usage(input_tokens=12, output_tokens=3)
+    assert raised.value.usage == Usage(input_tokens=12, output_tokens=3, tiers=frozenset({Tier.STANDARD}))
 
 
 def test_a_call_without_a_schema_sends_no_response_format(seen: list[dict[str, Any]]) -> None:

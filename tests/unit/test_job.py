@@ -125,7 +125,13 @@ def test_error_and_usage_are_shown_when_present() -> None:
     wire = job.status_document().to_wire()
 
     assert wire["error"] == {"code": "content_policy", "message": "The provider refused the input."}
-    assert wire["usage"] == {"inputTokens": 12, "outputTokens": 0, "estimated": False}
+    assert wire["usage"] == {
+        "inputTokens": 12,
+        "outputTokens": 0,
+        "estimated": False,
+        "cachedInputTokens": 0,
+        "tiers": [],
+    }
 
 
 @pytest.mark.parametrize(

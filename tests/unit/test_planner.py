@@ -24,11 +24,13 @@ from shared.planner import (
     estimate_tokens,
     final_output,
     map_overhead_tokens,
+    map_template,
     match_label,
     plan_job,
     ready_steps,
     reduce_group_size,
     reduce_overhead_tokens,
+    reduce_template,
     step_messages,
     token_bound,
     vote,
@@ -195,7 +197,7 @@ def test_parameters_default_to_the_design_and_are_frozen() -> None:
     parameters = PlanParameters()
 
     assert (parameters.plan_version, parameters.chunk_tokens, parameters.step_output_tokens) == (
-        "plan-v1",
+        "plan-v2",
         6_000,
         800,
     )
@@ -406,9 +408,33 @@ def test_map_messages_name_the_part_and_fence_the_chunk() -> None:
 
     assert system["role"] == "system"
     assert "one part of a longer document" in system["content"]
-    assert user["content"].startswith("Labels:\n- billing\n- shipping\n- technical\n\n")
-    assert "This is part 2 of 3 of a longer document." in user["content"]
+    # Fixed instruction and the job's labels first, then the part number, the chunk last (plan-v2:
+    # the longest prefix a job's map calls share, for the provider's prompt cache)
+    assert user["content"].startswith(
+        "Which label fits this part of a longer document best?\n"
+        "Labels:\n- billing\n- shipping\n- technical\n\n"
+    )
+    assert "This is part 2 of 3." in user["content"]
     assert user["content"].endswith(f"<document>\n{plan.chunks[1]}\n</document>")
+
+
+def test_every_current_template_puts_its_fixed_instructions_first_and_the_input_last() -> None:
+    # DESIGN.md, "Cost tiers": what varies within a job (part number, chunk, outputs) comes after
+    # everything that does not, so the provider's prompt cache can key on the longest prefix.
+    parameters = PlanParameters()
+    for operation in Operation:
+        templates = [template_for(operation), map_template(operation, parameters.plan_version)]
+        reduce = reduce_template(operation, parameters.plan_version)
+        templates += [reduce] if reduce is not None else []
+        for template in templates:
+            first_varying = min(
+                index for index in (template.user.find("{part}"), template.user.find("{text}")) if index >= 0
+            )
+            assert template.user.rstrip().endswith("</document>") or template.user.endswith("{text}"), (
+                template.version
+            )
+            assert "{labels}" not in template.user[first_varying:], template.version
+            assert first_varying > 0, template.version
 
 
 def test_reduce_messages_fence_each_output_in_order() -> None:

@@ -14,10 +14,12 @@ import httpx2
 import openai
 import pytest
 
-from functions.worker.provider import OpenAIChatProvider, classify_error
+from functions.worker.provider import classify_error
 from shared.errors import TerminalProviderError, TransientProviderError
 from shared.job import Usage
 from shared.ports import CompletionRequest
+from shared.tiers import Tier
+from tests.support.providers import in_memory_provider
 
 PROVIDER_TEXT = "Raw provider text: org-8f2 key sk-live-123 quota exceeded"
 
@@ -200,20 +202,10 @@ class TestAFilteredAnswer:
             ],
             "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
         }
-        provider = OpenAIChatProvider(
-            lambda: "sk-unit-test",
-            lambda key: openai.OpenAI(
-                api_key=key,
-                base_url="http://model.invalid/v1",
-                max_retries=0,
-                http_client=httpx2.Client(
-                    transport=httpx2.MockTransport(lambda _r: httpx2.Response(200, json=body))
-                ),
-            ),
-        )
+        provider = in_memory_provider(lambda _r: httpx2.Response(200, json=body))
 
         with pytest.raises(TerminalProviderError) as raised:
             provider.complete(CompletionRequest(model="gpt-4o-mini", messages=[], max_output_tokens=None))
 
         assert raised.value.job_code == "content_policy"
-        assert raised.value.usage == Usage(input_tokens=12, output_tokens=3)
+        assert raised.value.usage == Usage(input_tokens=12, output_tokens=3, tiers=frozenset({Tier.STANDARD}))

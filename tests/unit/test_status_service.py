@@ -185,7 +185,13 @@ class TestGetResult:
             "operation": "summarize",
             "output": "A summary.",
             "outputFormat": "text",
-            "usage": {"inputTokens": 120, "outputTokens": 30, "estimated": False},
+            "usage": {
+                "inputTokens": 120,
+                "outputTokens": 30,
+                "estimated": False,
+                "cachedInputTokens": 0,
+                "tiers": [],
+            },
         }
 
     @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from shared.plan_parameters import PlanParameters
 from shared.planner import Step, StepPlan, plan_job
 from shared.ports import Completion, CompletionRequest
 from shared.prompts import template_for
+from shared.tiers import Tier
 
 CALL_SECONDS = 3.0  # how long each fake answer takes
 CALL_TIMEOUT = 4.0  # the provider's timeout: what a call may take at most
@@ -73,6 +74,8 @@ def run_loop(plan: StepPlan, model: SlowModel, *, deadline: float, concurrency: 
         heartbeat_seconds=1_000,
         deadline=deadline,
         call_timeout=CALL_TIMEOUT,
+        tier=Tier.STANDARD,
+        cache_key=None,
         monotonic=model.monotonic,
         start_call=model.start,
         checkpoint=checkpoint,

@@ -7,6 +7,7 @@ import {
   type OutputEvent,
   type StatusDocument,
   type SubmitRequest,
+  type Tier,
   TERMINAL,
 } from "./api/client";
 import { type Failure, networkFailure } from "./problems";
@@ -25,6 +26,8 @@ export interface SubmitForm {
   schema: string;
   /** Stream the output as it is written (summarize, analyze and extract). */
   stream: boolean;
+  /** The tier its calls go out at (DESIGN.md, "Cost tiers"); standard is sent as nothing. */
+  tier: Tier;
 }
 
 /** What the actions ask of the live connection: following a streaming job's output. */
@@ -55,6 +58,9 @@ export function submitBody(form: SubmitForm): SubmitRequest {
   }
   if (form.stream && form.operation !== "classify") {
     body.options = { ...body.options, stream: true };
+  }
+  if (form.tier !== "standard") {
+    body.options = { ...body.options, tier: form.tier };
   }
   return body;
 }

@@ -29,11 +29,12 @@ from outlast.local.websocket_template import localize
 from shared import resources as r
 
 # Local policy on top of the template (DESIGN.md, "Local mode"): backoff from 1 s doubling to
-# 20 s, a 5 s provider timeout, and no X-Ray daemon to send traces to.
+# 20 s, a 5 s provider timeout (10 s for a flex call), and no X-Ray daemon to send traces to.
 LOCAL_FUNCTION_ENVIRONMENT = {
     "BACKOFF_BASE_SECONDS": "1",
     "BACKOFF_CAP_SECONDS": "20",
     "PROVIDER_TIMEOUT_SECONDS": "5",
+    "FLEX_TIMEOUT_SECONDS": "10",
     "POWERTOOLS_TRACE_DISABLED": "true",
 }
 # Local mode alone turns these on, and only for the functions whose template sets them (to

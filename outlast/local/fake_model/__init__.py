@@ -14,6 +14,7 @@ the failures the worker must survive (DESIGN.md, "Model providers"):
 | `[[pace:N]]`               | a streamed answer (`stream: true`) sends N tokens a second      |
 | `[[fault:stream_cut*N]]`   | first N calls: a streamed answer breaks off after a few tokens  |
 | `[[fault:invalid_json*N]]` | first N calls: a structured answer that breaks its schema       |
+| `[[fault:flex_unavailable*N]]` | first N calls: a flex call gets 429 `resource_unavailable` |
 
 A directive applies to the call whose messages contain it, and only to that call: in a job run
 in steps, a directive inside one chunk affects that chunk's map call. No answer ever contains a
@@ -33,6 +34,12 @@ OpenAI's answer: 400, `invalid_request_error`, code `context_length_exceeded`, p
 "This model's maximum context length is N tokens. However, your messages resulted in M
 tokens. ..." `usage.prompt_tokens` uses the same estimate.
 
+Tiers and caching (DESIGN.md, "Cost tiers"): `service_tier` is accepted (OpenAI's values) and
+named back in the answer (`flex` or `default`); `prompt_cache_key` is accepted. A prompt whose
+first 1,024 tokens or more (in steps of 128) repeat an earlier answered call's reports them in
+`usage.prompt_tokens_details.cached_tokens` (`prompt_cache`). `flex_unavailable` refuses only calls
+that ask for `service_tier: "flex"`; a standard call of the same messages is answered.
+
 The modules, one concern each (a new feature is a new module or an entry in one of these):
 - `requests`: the Chat Completions request read and validated; `messages_hash`.
 - `directives`: the directives, and the per-request counters of the counted faults.
@@ -45,6 +52,7 @@ The modules, one concern each (a new feature is a new module or an entry in one 
 - `calls`: the call log and the tally of tokens served.
 - `model`: `FakeModel.take(body, authorization) -> Turn`, what one call gets; the HTTP layer
   acts the turn out.
+- `prompt_cache`: the cached tokens of a repeated prompt prefix.
 - `structured`: a structured answer (the words it is made of, a broken one for `invalid_json`).
 - `schema_instance`: a deterministic instance of a JSON Schema (structured answers).
 """

@@ -44,6 +44,7 @@ def completion(request: ChatRequest, *, broken: bool = False) -> Reply:
         "created": int(time.time()),
         "model": request.model,
         "system_fingerprint": "fp_outlast_local",
+        "service_tier": request.served_tier,
         "choices": [
             {
                 "index": 0,
@@ -56,6 +57,7 @@ def completion(request: ChatRequest, *, broken: bool = False) -> Reply:
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": request.cached_tokens},
         },
     }
     return Reply(200, body)

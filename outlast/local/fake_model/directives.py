@@ -17,7 +17,9 @@ from outlast.local.fake_model.requests import ChatRequest
 # `stream_cut` is acted out by the HTTP layer: a streamed answer whose connection breaks after a few
 # pieces (a call that does not stream is answered as usual, and counts all the same). `invalid_json`
 # is an answer, not an error: a structured answer that breaks its schema (a text answer is as ever).
-COUNTED_FAULTS = ("rate_limit", "server_error", "timeout", "stream_cut", "invalid_json")
+# `flex_unavailable` refuses flex calls only (429 `resource_unavailable`); a standard call of the
+# same messages is answered, as a flex job that fell back to standard is.
+COUNTED_FAULTS = ("rate_limit", "server_error", "timeout", "stream_cut", "invalid_json", "flex_unavailable")
 # Counted faults that still answer 200 with a completion (streamed when asked).
 ANSWERED_FAULTS = frozenset({"stream_cut", "invalid_json"})
 PERMANENT_FAULTS = ("context_length", "content_policy")
@@ -72,7 +74,7 @@ class FaultCounters:
             self._counters[request.request_hash] = call
         for kind, times in schedule:
             if call <= times:
-                return kind
+                return None if kind == "flex_unavailable" and not request.flex else kind
             call -= times
         return None
 

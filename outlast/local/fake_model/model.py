@@ -8,7 +8,7 @@ tells `end_call` what became of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from outlast.local.fake_model.calls import CallLog, CallOutcome, tally
@@ -19,6 +19,7 @@ from outlast.local.fake_model.directives import (
     delay_seconds,
     pace_tokens_per_second,
 )
+from outlast.local.fake_model.prompt_cache import PromptCache
 from outlast.local.fake_model.replies import (
     Reply,
     context_reply,
@@ -120,6 +121,7 @@ class FakeModel:
             raise ValueError("context_tokens must be at least 1")
         self.context_tokens = context_tokens
         self._faults = FaultCounters()
+        self._cache = PromptCache()
         self._log = CallLog()
 
     def take(self, body: bytes, authorization: str | None) -> Turn:
@@ -138,7 +140,11 @@ class FakeModel:
         too_long = context_reply(request, self.context_tokens)
         if too_long is not None:
             return Turn(request, "context_length_exceeded", refusal=too_long)
-        return Turn(request, self._faults.take(request), delay_seconds(request.text))
+        fault = self._faults.take(request)
+        if fault is None or fault in ANSWERED_FAULTS:
+            # An answered call reads the prompt cache (and fills it): a refused one never ran.
+            request = replace(request, cached_tokens=self._cache.serve(request))
+        return Turn(request, fault, delay_seconds(request.text))
 
     def models(self, authorization: str | None) -> Reply:
         """`GET /v1/models`."""

@@ -39,6 +39,14 @@ def _rate_limit() -> Reply:
     return error_reply(429, message, "requests", "rate_limit_exceeded", headers)
 
 
+def _flex_unavailable() -> Reply:
+    # The flex tier's answer when it has no capacity: nothing was generated, nothing is billed.
+    message = (
+        "Resource unavailable: the flex tier has no capacity now (injected by [[fault:flex_unavailable]])."
+    )
+    return error_reply(429, message, "invalid_request_error", "resource_unavailable")
+
+
 def _context_length() -> Reply:
     message = "This model's maximum context length was exceeded (injected by [[fault:context_length]])."
     return error_reply(400, message, "invalid_request_error", "context_length_exceeded")
@@ -57,6 +65,7 @@ def _server_error() -> Reply:
 # The answer of each fault answered with an error (the timeout is not answered at all).
 _FAULT_REPLIES: dict[str, Callable[[], Reply]] = {
     "rate_limit": _rate_limit,
+    "flex_unavailable": _flex_unavailable,
     "context_length": _context_length,
     "content_policy": _content_policy,
     "server_error": _server_error,

@@ -29,6 +29,19 @@ class ChatRequest:
     include_usage: bool = False  # `stream_options.include_usage`: a last chunk with the usage
     # `response_format` `json_schema`: the schema the answer matches (None: a text answer)
     response_schema: dict[str, Any] | None = None
+    service_tier: str | None = None  # as sent: `flex` asks for the flex tier
+    # Of prompt_tokens, those a repeated prefix let the prompt cache serve (set by the model).
+    cached_tokens: int = 0
+
+    @property
+    def flex(self) -> bool:
+        """True when the call asks for the flex tier."""
+        return self.service_tier == "flex"
+
+    @property
+    def served_tier(self) -> str:
+        """The `service_tier` an answer names: how the call was served."""
+        return "flex" if self.flex else "default"
 
     @property
     def text(self) -> str:
@@ -70,7 +83,19 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         raise InvalidRequestError("stream_options is only allowed when stream is true.")
     include_usage = bool((options or {}).get("include_usage", False))
     schema = response_schema(payload.get("response_format"))
-    return ChatRequest(model, messages, max_tokens, messages_hash(messages), stream, include_usage, schema)
+    service_tier = payload.get("service_tier")
+    if service_tier is not None and service_tier not in SERVICE_TIERS:
+        raise InvalidRequestError(f"service_tier must be one of {', '.join(sorted(SERVICE_TIERS))}.")
+    cache_key = payload.get("prompt_cache_key")
+    if cache_key is not None and not isinstance(cache_key, str):
+        raise InvalidRequestError("prompt_cache_key must be a string.")
+    return ChatRequest(
+        model, messages, max_tokens, messages_hash(messages), stream, include_usage, schema, service_tier
+    )
+
+
+# The values OpenAI's Chat Completions accept for `service_tier`.
+SERVICE_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
 
 
 def response_schema(requested: Any) -> dict[str, Any] | None:

@@ -68,6 +68,7 @@ class StreamedAnswer:
             "created": self.created,
             "model": self.request.model,
             "system_fingerprint": "fp_outlast_local",
+            "service_tier": self.request.served_tier,
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
         }
 
@@ -89,11 +90,13 @@ class StreamedAnswer:
                         "object": "chat.completion.chunk",
                         "created": self.created,
                         "model": self.request.model,
+                        "service_tier": self.request.served_tier,
                         "choices": [],
                         "usage": {
                             "prompt_tokens": usage["inputTokens"],
                             "completion_tokens": usage["outputTokens"],
                             "total_tokens": usage["inputTokens"] + usage["outputTokens"],
+                            "prompt_tokens_details": {"cached_tokens": self.request.cached_tokens},
                         },
                     }
                 )

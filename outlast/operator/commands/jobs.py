@@ -84,10 +84,9 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         ("dispatchAt", f"{instant(job.dispatch_at)} ({_due(inspection)})"),
         ("lease", _lease(inspection)),
         ("cancel", instant(job.cancel_requested_at) if job.cancel_requested_at else "not requested"),
-        (
-            "usage",
-            f"{job.usage.input_tokens} in / {job.usage.output_tokens} out tokens" if job.usage else "-",
-        ),
+        ("tier", job.tier.value),
+        ("usage", _usage(inspection)),
+        ("token cost", _cost(inspection)),
         ("sweeper", _sweep(inspection)),
         ("input", _payload(inspection.input)),
         ("result", _payload(inspection.result) if inspection.result else "none"),
@@ -135,6 +134,32 @@ def _step_lines(inspection: Inspection) -> list[str]:
         )
         lines.append(f"  {'':<{_WIDTH}} {row.step_id:<8} {row.kind:<6} reads {row.reads}: {state}")
     return lines
+
+
+def _usage(inspection: Inspection) -> str:
+    usage = inspection.job.usage
+    if usage is None:
+        return "-"
+    tiers = ", ".join(sorted(tier.value for tier in usage.tiers)) or "no tier recorded"
+    return (
+        f"{usage.input_tokens} in ({usage.cached_input_tokens} cached) / {usage.output_tokens} out tokens; "
+        f"ran at {tiers}"
+    )
+
+
+def _cost(inspection: Inspection) -> str:
+    cost = inspection.token_cost
+    if cost is None:
+        return (
+            "-"
+            if inspection.job.usage is None
+            else f"{inspection.job.model} is not in docs/model-prices.json"
+        )
+    if cost.exact:
+        return f"${cost.low:.6f} (docs/model-prices.json)"
+    return (
+        f"${cost.low:.6f} to ${cost.high:.6f} (its calls ran at more than one tier; docs/model-prices.json)"
+    )
 
 
 def _crashes(crashes: int, *, solo: bool, isolated: bool) -> str:

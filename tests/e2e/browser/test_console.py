@@ -423,3 +423,31 @@ def test_without_the_websocket_the_rows_still_change_by_polling(console: Console
     expect(page.locator(f'tr[data-job-id="{job_id}"]')).to_have_attribute("data-status", "Succeeded")
     assert page.evaluate(f"window.__seen['{job_id}']")[-1] == "Succeeded"
     expect(page.locator("#live")).to_have_attribute("data-mode", "polling")
+
+
+def test_the_tier_is_offered_on_submit_and_a_pair_the_stage_does_not_price_is_explained(
+    console: ConsolePage,
+) -> None:
+    # Given a stage whose only model (gpt-4o-mini) is priced at standard alone
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-tier"))
+    console.expect_error(r"status of 400")
+    page.locator("#nav-submit").click()
+    sent: list[dict[str, object]] = []
+    page.on(
+        "request",
+        lambda request: (
+            sent.append(json.loads(request.post_data or "{}")) if request.method == "POST" else None
+        ),
+    )
+
+    # When the user asks for flex
+    page.get_by_label("Text", exact=True).fill(f"Work that can wait. {uuid.uuid4()}")
+    page.get_by_label("Tier").select_option("flex")
+    page.get_by_role("button", name="Submit job").click()
+
+    # Then the body carries the tier, and the refusal says why
+    failure = page.locator("#submit-failure .failure")
+    expect(failure.locator(".failure-title")).to_have_text("The tier is not available for this model")
+    expect(failure.locator(".failure-detail")).to_contain_text("gpt-4o-mini")
+    assert [body.get("options") for body in sent if "operation" in body] == [{"tier": "flex"}]

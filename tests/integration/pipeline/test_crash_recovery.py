@@ -126,6 +126,8 @@ def test_a_crash_after_the_result_write_is_adopted_without_a_second_call(
         "inputTokens": stored.usage.input_tokens,
         "outputTokens": stored.usage.output_tokens,
         "estimated": False,
+        "cachedInputTokens": 0,
+        "tiers": ["standard"],
     }
     assert final["usage"] == result["usage"] == expected
 

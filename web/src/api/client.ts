@@ -9,6 +9,7 @@ export type ResultDocument = components["schemas"]["ResultDocument"];
 export type JobPage = components["schemas"]["JobPage"];
 export type JobStatus = components["schemas"]["JobStatus"];
 export type Operation = components["schemas"]["Operation"];
+export type Tier = components["schemas"]["Tier"];
 export type SubmitRequest = components["schemas"]["SubmitRequest"];
 export type TicketDocument = components["schemas"]["TicketDocument"];
 export type BudgetDocument = components["schemas"]["BudgetDocument"];

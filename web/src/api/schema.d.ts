@@ -394,6 +394,8 @@ export interface components {
              * @description Stream the output as it is written (summarize, analyze and extract, whose streamed text is its JSON document): read it from GET /v1/jobs/{id}/output or follow the job over the WebSocket.
              */
             stream?: boolean;
+            /** @description How the provider runs the job's calls: `standard` (the default) or `flex` (about half the token price; calls may wait and are retried at no attempt's cost, and go out at the standard tier once the job has waited the stage's flexFallbackSeconds). A model and tier the stage does not price or allow is 400 tier_unavailable. */
+            tier?: components["schemas"]["Tier"];
         };
         /**
          * JobPage
@@ -613,6 +615,12 @@ export interface components {
             url: string;
         };
         /**
+         * Tier
+         * @description How the provider processes a job's calls, and so what its tokens cost.
+         * @enum {string}
+         */
+        Tier: "standard" | "flex" | "batch";
+        /**
          * UploadForm
          * @description An S3 presigned POST: send `fields` as form fields, then the file as the field `file`, to `url`.
          */
@@ -635,6 +643,12 @@ export interface components {
          */
         UsageDocument: {
             /**
+             * Cachedinputtokens
+             * @description Of inputTokens, those the provider read from its prompt cache (billed at a discount).
+             * @default 0
+             */
+            cachedInputTokens: number;
+            /**
              * Estimated
              * @description True when part of it is outlast's estimate: a streamed call that ended without the provider's usage report (cut, or canceled) counts ceil(UTF-8 bytes / 4) per side.
              * @default false
@@ -644,6 +658,11 @@ export interface components {
             inputTokens: number;
             /** Outputtokens */
             outputTokens: number;
+            /**
+             * Tiers
+             * @description The tiers the job's calls ran at (a flex job that fell back shows both).
+             */
+            tiers?: components["schemas"]["Tier"][];
         };
     };
     responses: never;
@@ -1272,7 +1291,7 @@ export interface operations {
                     "application/json": components["schemas"]["StatusDocument"];
                 };
             };
-            /** @description Problem: invalid_idempotency_key, invalid_json, invalid_request, invalid_schema, missing_idempotency_key, model_not_allowed */
+            /** @description Problem: invalid_idempotency_key, invalid_json, invalid_request, invalid_schema, missing_idempotency_key, model_not_allowed, tier_unavailable */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,7 +1,7 @@
 // Submit: an operation, the text (typed, or read from a .txt/.md file), labels for classify, a JSON
-// Schema for extract. The form is built once and never re-rendered, so nothing the user typed is
+// Schema for extract, and the tier (standard, or flex: cheaper, may wait). The form is built once and never re-rendered, so nothing the user typed is
 // lost to an update.
-import type { Operation } from "../api/client";
+import type { Operation, Tier } from "../api/client";
 import { type Actions, parseLabels } from "../actions";
 import { failureBox, h } from "../dom";
 import type { State } from "../state";
@@ -77,6 +77,24 @@ export class SubmitScreen implements Screen {
       stream,
       h("label", { for: "stream" }, "Show the output as it is written"),
     );
+    const tier = h(
+      "select",
+      { id: "tier", name: "tier", "aria-describedby": "tier-help" },
+      h("option", { value: "standard" }, "Standard"),
+      h("option", { value: "flex" }, "Flex (about half the token price; may wait)"),
+    );
+    const tierRow = h(
+      "div",
+      { class: "field", id: "tier-field" },
+      h("label", { for: "tier" }, "Tier"),
+      tier,
+      h(
+        "p",
+        { id: "tier-help", class: "help" },
+        "Flex runs when the provider has room: a busy provider costs no attempt, and after a while " +
+          "the job runs at standard. Only models priced at flex take it.",
+      ),
+    );
     this.fileNote = h("p", { id: "file-note", class: "help", role: "status" });
     this.failure = h("div", { id: "submit-failure" });
     this.button = h("button", { type: "submit", id: "submit-job", class: "primary" }, "Submit job");
@@ -100,6 +118,7 @@ export class SubmitScreen implements Screen {
         file,
         this.fileNote,
       ),
+      tierRow,
       labelsRow,
       schemaRow,
       streamRow,
@@ -114,6 +133,7 @@ export class SubmitScreen implements Screen {
         labels: parseLabels(labels.value),
         schema: schema.value,
         stream: stream.checked && operation.value !== "classify",
+        tier: tier.value as Tier,
       });
     });
     main.replaceChildren(

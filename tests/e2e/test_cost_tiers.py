@@ -1,0 +1,99 @@
+"""The token bill end to end (DESIGN.md, "Cost tiers"), on a stack of its own: a model priced at
+flex (gpt-5-mini, from docs/model-prices.json) and a short flexFallbackSeconds. Real HTTP, real
+JWTs, IAM enforced, the real openai SDK against the local model server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import E2E_CONTEXT, stop_without_denials
+from tests.support.local_stack import (
+    PROJECT_ROOT,
+    RunningStack,
+    assert_problem,
+    request_hash,
+    start_stack,
+    unique,
+)
+
+FLEX_MODEL = "gpt-5-mini"
+FALLBACK_SECONDS = 15
+TIERS_CONTEXT = {
+    **E2E_CONTEXT,
+    "allowedModels": f"gpt-4o-mini,{FLEX_MODEL}",
+    "flexFallbackSeconds": str(FALLBACK_SECONDS),
+}
+
+
+@pytest.fixture(scope="module")
+def tiers_stack(request: pytest.FixtureRequest) -> Iterator[RunningStack]:
+    running = start_stack(PROJECT_ROOT / "cdk.out.e2e-tiers", TIERS_CONTEXT, ["--schedule-seconds", "2"])
+    yield running
+    stop_without_denials(request, running, "the tiers stack")
+
+
+def summarize(text: str, **options: Any) -> dict[str, Any]:
+    return {"operation": "summarize", "input": {"text": text}, "options": options}
+
+
+def run(stack: RunningStack, token: str, body: dict[str, Any], timeout_seconds: float = 90) -> dict[str, Any]:
+    answer = stack.submit(token, body)
+    assert answer.status == 202, answer.raw
+    return stack.wait_terminal(answer.body["jobId"], token, timeout_seconds)
+
+
+def test_a_flex_job_survives_two_refusals_with_its_attempts_unchanged(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("flex-user"))
+    text = unique("[[fault:flex_unavailable*2]] The flex tier is busy twice, then answers.")
+
+    document = run(tiers_stack, token, summarize(text, model=FLEX_MODEL, tier="flex"))
+
+    assert document["status"] == "Succeeded"
+    assert document["attempts"] == 1  # the two deferrals spent none
+    assert document["usage"]["tiers"] == ["flex"]
+    calls = tiers_stack.model_calls(request_hash("summarize", text), at_least=3)
+    assert [call["status"] for call in calls] == [429, 429, 200]
+
+
+def test_a_flex_job_still_refused_past_the_fallback_succeeds_at_standard(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("fallback-user"))
+    text = unique("[[fault:flex_unavailable*1000]] The flex tier never has room for this one.")
+
+    document = run(tiers_stack, token, summarize(text, model=FLEX_MODEL, tier="flex"), FALLBACK_SECONDS + 90)
+
+    assert document["status"] == "Succeeded"
+    assert document["usage"]["tiers"] == ["standard"]  # the answer came at standard, and says so
+    assert document["attempts"] == 1
+    calls = tiers_stack.model_calls(request_hash("summarize", text), at_least=2)
+    assert calls[-1]["status"] == 200
+    assert all(call["status"] == 429 for call in calls[:-1])
+
+
+def test_a_long_documents_map_steps_report_cached_input_tokens(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("cache-user"))
+    paragraph = "The quarterly report covers revenue, costs, hiring and the outlook for each region. "
+    text = unique("Report.") + " " + paragraph * 1200  # about 25,000 tokens: several map steps
+
+    first = run(tiers_stack, token, summarize(text))
+    again = run(tiers_stack, token, summarize(text))
+
+    assert first["status"] == again["status"] == "Succeeded"
+    assert again["progress"]["totalSteps"] > 2
+    # The first run's map prompts differ early (their part numbers); the second run's repeat the
+    # first run's, each thousands of tokens long.
+    assert first["usage"]["cachedInputTokens"] == 0
+    assert again["usage"]["cachedInputTokens"] >= 1024 * 2
+    assert again["usage"]["cachedInputTokens"] <= again["usage"]["inputTokens"]
+
+
+def test_a_pair_the_price_table_does_not_offer_is_400_tier_unavailable(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("refused-user"))
+
+    flex_default_model = tiers_stack.submit(token, summarize("Text.", tier="flex"))
+    batch = tiers_stack.submit(token, summarize("Text.", model=FLEX_MODEL, tier="batch"))
+
+    assert_problem(flex_default_model, 400, "tier_unavailable")
+    assert_problem(batch, 400, "tier_unavailable")

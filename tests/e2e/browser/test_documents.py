@@ -1,0 +1,132 @@
+"""Documents in the console, in Chromium against the local stack (DESIGN.md, "Documents"): a PDF is
+uploaded with the presigned POST straight to the bucket's stand-in (the upload front, which checks
+the policy and the signer's role, and answers CORS from the bucket's rules for the console's
+origin), read by the ingest, and summarized; a file of another type and a PDF without text are
+refused with what to do, and nothing is sent in their name.
+
+Every test runs under the console's real CSP and fails on any console error it did not declare.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from playwright.sync_api import FilePayload, expect
+
+from outlast.documents import pdf
+from tests.e2e.browser.conftest import ConsolePage
+from tests.support.console import id_token, sign_in
+from tests.support.local_stack import unique
+
+pytestmark = pytest.mark.e2e
+
+DOCUMENT_FIELD = "Or upload a document to run the job on"
+# Records every text the document's status line shows and the upload bar's values, in order.
+WATCH_DOCUMENT = """
+(() => {
+  window.__documentStatus = [];
+  window.__uploadProgress = [];
+  const status = document.getElementById('document-status');
+  const bar = document.getElementById('document-progress');
+  new MutationObserver(() => window.__documentStatus.push(status.textContent))
+    .observe(status, {childList: true, characterData: true, subtree: true});
+  new MutationObserver(() => {
+    if (bar.hasAttribute('value')) window.__uploadProgress.push([bar.value, bar.max]);
+  }).observe(bar, {attributes: true});
+})()
+"""
+
+
+def _documents(console: ConsolePage) -> list[dict[str, object]]:
+    answer = console.stack.call("GET", "/v1/documents", token=id_token(console.page))
+    assert answer.status == 200, answer.body
+    items: list[dict[str, object]] = answer.body["items"]
+    return items
+
+
+def test_a_pdf_uploaded_through_the_console_is_read_and_summarized(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    marker = uuid.uuid4().hex[:12]
+    report = pdf(
+        [
+            f"The ledger of {marker} balanced in March.\nEvery account was reconciled.",
+            "The second page lists the auditors.",
+        ]
+    )
+    sign_in(page, stack.console_url, unique("web-docs"), "docs-web")
+    page.locator("#nav-submit").click()
+    page.evaluate(WATCH_DOCUMENT)
+
+    page.get_by_label(DOCUMENT_FIELD).set_input_files(
+        files=[FilePayload(name="report.pdf", mimeType="application/pdf", buffer=report)]
+    )
+
+    status = page.locator("#document-status")
+    expect(status).to_contain_text("report.pdf is ready (2 pages,")
+    expect(page.get_by_label("Text", exact=True)).to_be_disabled()
+    seen = page.evaluate("window.__documentStatus")
+    assert seen[0].startswith("Uploading report.pdf: "), seen
+    assert "Uploaded report.pdf. Reading its text..." in seen, seen
+    progress = page.evaluate("window.__uploadProgress")
+    assert progress, "the upload bar never showed"
+    assert progress[-1][0] == progress[-1][1] >= len(report), progress
+    (document,) = _documents(console)
+    assert document["filename"] == "report.pdf"
+    assert document["status"] == "Ready"
+
+    page.get_by_label("Operation").select_option("summarize")
+    page.get_by_role("button", name="Submit job").click()
+    expect(page.locator("#submitted")).to_be_visible()
+    job_id = str(page.locator("#job-rows tr").first.get_attribute("data-job-id"))
+    page.locator(f'tr[data-job-id="{job_id}"] a').click()
+    expect(page.locator("#job-status")).to_have_text("Succeeded")
+
+    # The summary is of the PDF's text (the local model summarizes with its first sentences), and
+    # it is the API's result for the job.
+    output = page.locator("#job-output")
+    expect(output).to_contain_text(f"The ledger of {marker} balanced in March.")
+    expected = stack.call("GET", f"/v1/jobs/{job_id}/result", token=id_token(page)).body["output"]
+    expect(output).to_have_text(expected)
+
+    # Back on New job, the document is still chosen: another operation on it is one more submit.
+    page.locator("#nav-submit").click()
+    expect(page.locator("#document-status")).to_contain_text("report.pdf is ready")
+    page.get_by_role("button", name="Use the text instead").click()
+    expect(page.get_by_label("Text", exact=True)).to_be_enabled()
+    expect(page.locator("#document-status")).to_have_text("")
+
+
+def test_a_file_of_another_type_is_refused_before_anything_is_sent(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-docs-type"), "docs-web")
+    page.locator("#nav-submit").click()
+
+    page.get_by_label(DOCUMENT_FIELD).set_input_files(
+        files=[FilePayload(name="tool.exe", mimeType="application/octet-stream", buffer=b"MZ\x90\x00")]
+    )
+
+    failure = page.locator("#document-failure-message")
+    expect(failure).to_contain_text("Unsupported file type")
+    expect(failure).to_contain_text("Choose a PDF, a Word document (.docx)")
+    expect(page.get_by_label("Text", exact=True)).to_be_enabled()
+    assert _documents(console) == []
+
+
+def test_a_pdf_without_text_shows_the_ingests_rejection_and_its_code(console: ConsolePage) -> None:
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-docs-blank"), "docs-web")
+    page.locator("#nav-submit").click()
+
+    page.get_by_label(DOCUMENT_FIELD).set_input_files(
+        files=[FilePayload(name="scan.pdf", mimeType="application/pdf", buffer=pdf([None, None]))]
+    )
+
+    failure = page.locator("#document-failure-message")
+    expect(failure).to_contain_text("The document was rejected: document_has_no_text")
+    expect(page.locator("#document-status")).to_have_text("scan.pdf cannot be used.")
+    # The job falls back to the text: submit is not held for a document that cannot be used.
+    expect(page.get_by_label("Text", exact=True)).to_be_enabled()
+    expect(page.get_by_role("button", name="Submit job")).to_be_enabled()
+    (document,) = _documents(console)
+    assert document["status"] == "Rejected"

@@ -12,8 +12,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from playwright.sync_api import FilePayload, expect
+from playwright.sync_api import FilePayload, Route, expect
 
+from infra.config import StageConfig
 from outlast.documents import pdf
 from tests.e2e.browser.conftest import ConsolePage
 from tests.support.console import id_token, sign_in
@@ -22,6 +23,7 @@ from tests.support.local_stack import unique
 pytestmark = pytest.mark.e2e
 
 DOCUMENT_FIELD = "Or upload a document to run the job on"
+MAX_DOCUMENT_BYTES: int = StageConfig.model_fields["max_document_bytes"].default  # the e2e stack's
 # Records every text the document's status line shows and the upload bar's values, in order.
 WATCH_DOCUMENT = """
 (() => {
@@ -130,3 +132,49 @@ def test_a_pdf_without_text_shows_the_ingests_rejection_and_its_code(console: Co
     expect(page.get_by_role("button", name="Submit job")).to_be_enabled()
     (document,) = _documents(console)
     assert document["status"] == "Rejected"
+
+
+def test_a_file_over_the_largest_document_is_the_apis_413_and_nothing_is_uploaded(
+    console: ConsolePage,
+) -> None:
+    page, stack = console.page, console.stack
+    console.expect_error(r"status of 413")
+    sign_in(page, stack.console_url, unique("web-docs-large"), "docs-web")
+    page.locator("#nav-submit").click()
+
+    page.get_by_label(DOCUMENT_FIELD).set_input_files(
+        files=[FilePayload(name="big.txt", mimeType="text/plain", buffer=b"a" * (MAX_DOCUMENT_BYTES + 1))]
+    )
+
+    failure = page.locator("#document-failure-message")
+    expect(failure).to_contain_text("The document is too large")
+    assert _documents(console) == []
+
+
+def test_an_upload_the_bucket_refuses_is_shown_and_the_document_never_becomes_ready(
+    console: ConsolePage,
+) -> None:
+    page, stack = console.page, console.stack
+    console.expect_error(r"status of 403")
+    sign_in(page, stack.console_url, unique("web-docs-refused"), "docs-web")
+    page.locator("#nav-submit").click()
+
+    # The form is changed on its way to name another key than its policy's: the upload front refuses
+    # it as S3 would (403 AccessDenied), with the CORS headers that let the console read the refusal.
+    def other_key(route: Route) -> None:
+        body = route.request.post_data_buffer or b""
+        route.continue_(post_data=body.replace(b"/original\r\n", b"/elsewhere\r\n", 1))
+
+    (bucket,) = (
+        name for logical_id, name in stack.state["buckets"].items() if "DocumentsBucket" in logical_id
+    )
+    page.route(lambda url: url.endswith(f"/{bucket}"), other_key)
+    page.get_by_label(DOCUMENT_FIELD).set_input_files(
+        files=[FilePayload(name="notes.md", mimeType="text/markdown", buffer=b"# Notes\n\nA short note.\n")]
+    )
+
+    failure = page.locator("#document-failure-message")
+    expect(failure).to_contain_text("The upload was refused")
+    expect(failure).to_contain_text("The storage did not allow this upload.")
+    (document,) = _documents(console)
+    assert document["status"] == "AwaitingUpload"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from playwright.sync_api import FilePayload, Route, expect
+from playwright.sync_api import FilePayload, Page, Route, expect
 
 from infra.config import StageConfig
 from outlast.documents import pdf
@@ -40,6 +40,20 @@ WATCH_DOCUMENT = """
 """
 
 
+def _new_job(console: ConsolePage, user: str) -> Page:
+    """Signed in as a new user of the tenant, on the New job screen."""
+    sign_in(console.page, console.stack.console_url, unique(user), "docs-web")
+    console.page.locator("#nav-submit").click()
+    return console.page
+
+
+def _choose(page: Page, name: str, mime_type: str, data: bytes) -> None:
+    """Choose the file in the document field, as a person would."""
+    page.get_by_label(DOCUMENT_FIELD).set_input_files(
+        files=[FilePayload(name=name, mimeType=mime_type, buffer=data)]
+    )
+
+
 def _documents(console: ConsolePage) -> list[dict[str, object]]:
     answer = console.stack.call("GET", "/v1/documents", token=id_token(console.page))
     assert answer.status == 200, answer.body
@@ -48,7 +62,6 @@ def _documents(console: ConsolePage) -> list[dict[str, object]]:
 
 
 def test_a_pdf_uploaded_through_the_console_is_read_and_summarized(console: ConsolePage) -> None:
-    page, stack = console.page, console.stack
     marker = uuid.uuid4().hex[:12]
     report = pdf(
         [
@@ -56,13 +69,10 @@ def test_a_pdf_uploaded_through_the_console_is_read_and_summarized(console: Cons
             "The second page lists the auditors.",
         ]
     )
-    sign_in(page, stack.console_url, unique("web-docs"), "docs-web")
-    page.locator("#nav-submit").click()
+    page = _new_job(console, "web-docs")
     page.evaluate(WATCH_DOCUMENT)
 
-    page.get_by_label(DOCUMENT_FIELD).set_input_files(
-        files=[FilePayload(name="report.pdf", mimeType="application/pdf", buffer=report)]
-    )
+    _choose(page, "report.pdf", "application/pdf", report)
 
     status = page.locator("#document-status")
     expect(status).to_contain_text("report.pdf is ready (2 pages,")
@@ -88,7 +98,7 @@ def test_a_pdf_uploaded_through_the_console_is_read_and_summarized(console: Cons
     # it is the API's result for the job.
     output = page.locator("#job-output")
     expect(output).to_contain_text(f"The ledger of {marker} balanced in March.")
-    expected = stack.call("GET", f"/v1/jobs/{job_id}/result", token=id_token(page)).body["output"]
+    expected = console.stack.call("GET", f"/v1/jobs/{job_id}/result", token=id_token(page)).body["output"]
     expect(output).to_have_text(expected)
 
     # Back on New job, the document is still chosen: another operation on it is one more submit.
@@ -100,13 +110,9 @@ def test_a_pdf_uploaded_through_the_console_is_read_and_summarized(console: Cons
 
 
 def test_a_file_of_another_type_is_refused_before_anything_is_sent(console: ConsolePage) -> None:
-    page, stack = console.page, console.stack
-    sign_in(page, stack.console_url, unique("web-docs-type"), "docs-web")
-    page.locator("#nav-submit").click()
+    page = _new_job(console, "web-docs-type")
 
-    page.get_by_label(DOCUMENT_FIELD).set_input_files(
-        files=[FilePayload(name="tool.exe", mimeType="application/octet-stream", buffer=b"MZ\x90\x00")]
-    )
+    _choose(page, "tool.exe", "application/octet-stream", b"MZ\x90\x00")
 
     failure = page.locator("#document-failure-message")
     expect(failure).to_contain_text("Unsupported file type")
@@ -116,13 +122,9 @@ def test_a_file_of_another_type_is_refused_before_anything_is_sent(console: Cons
 
 
 def test_a_pdf_without_text_shows_the_ingests_rejection_and_its_code(console: ConsolePage) -> None:
-    page, stack = console.page, console.stack
-    sign_in(page, stack.console_url, unique("web-docs-blank"), "docs-web")
-    page.locator("#nav-submit").click()
+    page = _new_job(console, "web-docs-blank")
 
-    page.get_by_label(DOCUMENT_FIELD).set_input_files(
-        files=[FilePayload(name="scan.pdf", mimeType="application/pdf", buffer=pdf([None, None]))]
-    )
+    _choose(page, "scan.pdf", "application/pdf", pdf([None, None]))
 
     failure = page.locator("#document-failure-message")
     expect(failure).to_contain_text("The document was rejected: document_has_no_text")
@@ -137,14 +139,10 @@ def test_a_pdf_without_text_shows_the_ingests_rejection_and_its_code(console: Co
 def test_a_file_over_the_largest_document_is_the_apis_413_and_nothing_is_uploaded(
     console: ConsolePage,
 ) -> None:
-    page, stack = console.page, console.stack
     console.expect_error(r"status of 413")
-    sign_in(page, stack.console_url, unique("web-docs-large"), "docs-web")
-    page.locator("#nav-submit").click()
+    page = _new_job(console, "web-docs-large")
 
-    page.get_by_label(DOCUMENT_FIELD).set_input_files(
-        files=[FilePayload(name="big.txt", mimeType="text/plain", buffer=b"a" * (MAX_DOCUMENT_BYTES + 1))]
-    )
+    _choose(page, "big.txt", "text/plain", b"a" * (MAX_DOCUMENT_BYTES + 1))
 
     failure = page.locator("#document-failure-message")
     expect(failure).to_contain_text("The document is too large")
@@ -154,10 +152,8 @@ def test_a_file_over_the_largest_document_is_the_apis_413_and_nothing_is_uploade
 def test_an_upload_the_bucket_refuses_is_shown_and_the_document_never_becomes_ready(
     console: ConsolePage,
 ) -> None:
-    page, stack = console.page, console.stack
     console.expect_error(r"status of 403")
-    sign_in(page, stack.console_url, unique("web-docs-refused"), "docs-web")
-    page.locator("#nav-submit").click()
+    page = _new_job(console, "web-docs-refused")
 
     # The form is changed on its way to name another key than its policy's: the upload front refuses
     # it as S3 would (403 AccessDenied), with the CORS headers that let the console read the refusal.
@@ -166,12 +162,10 @@ def test_an_upload_the_bucket_refuses_is_shown_and_the_document_never_becomes_re
         route.continue_(post_data=body.replace(b"/original\r\n", b"/elsewhere\r\n", 1))
 
     (bucket,) = (
-        name for logical_id, name in stack.state["buckets"].items() if "DocumentsBucket" in logical_id
+        name for logical_id, name in console.stack.state["buckets"].items() if "DocumentsBucket" in logical_id
     )
     page.route(lambda url: url.endswith(f"/{bucket}"), other_key)
-    page.get_by_label(DOCUMENT_FIELD).set_input_files(
-        files=[FilePayload(name="notes.md", mimeType="text/markdown", buffer=b"# Notes\n\nA short note.\n")]
-    )
+    _choose(page, "notes.md", "text/markdown", b"# Notes\n\nA short note.\n")
 
     failure = page.locator("#document-failure-message")
     expect(failure).to_contain_text("The upload was refused")

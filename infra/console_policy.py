@@ -4,7 +4,8 @@ console under exactly the policy it gets in AWS.
 
 The CSP is strict: scripts, styles and images from the console's own origin only (no inline
 script or style, no eval), Trusted Types required for DOM sinks, no frames, no plugins, no form
-posts; `connect-src` names the API, the WebSocket API and the user pool domain and nothing else.
+posts; `connect-src` names the API, the WebSocket API, the user pool domain and the documents bucket
+(uploads) and nothing else.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 
 
 def content_security_policy(connect_origins: Sequence[str]) -> str:
-    """The CSP; `connect_origins` are the API, WebSocket and user pool domain origins (no paths)."""
+    """The CSP; `connect_origins` are the API, WebSocket, user pool domain and documents bucket
+    origins (no paths)."""
     directives = {
         "default-src": ["'none'"],
         "script-src": ["'self'"],

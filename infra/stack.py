@@ -133,7 +133,16 @@ class OutlastStack(Stack):
             },
         )
         documents.use_cursor_secret(api.cursor_secret)
-        console = Console(self, CONSOLE, config=config, auth=auth, api=api, realtime=realtime, site=site)
+        console = Console(
+            self,
+            CONSOLE,
+            config=config,
+            auth=auth,
+            api=api,
+            realtime=realtime,
+            documents_bucket=documents.bucket,
+            site=site,
+        )
         functions = {
             **api.functions,
             FunctionName.RELAY: outbox.relay,

@@ -2,8 +2,9 @@
 
 - S3 (private: public access blocked, TLS only, no website hosting) read by CloudFront through
   origin access control; HTTPS only; every response carries the security headers and the strict
-  CSP of infra/console_policy.py, whose connect-src lists the HTTP API, the WebSocket API and the
-  user pool domain.
+  CSP of infra/console_policy.py, whose connect-src lists the HTTP API, the WebSocket API, the
+  user pool domain and the documents bucket (the console uploads a document there with the
+  presigned POST: its global and regional virtual-hosted origins, whichever the SDK's URL names).
 - Sign-in: a user pool domain with managed login (its branding: Cognito's defaults) and a public
   app client for the authorization code grant with PKCE: no secret, callback and sign-out URLs the
   console's, scopes openid/email/profile (never `aws.cognito.signin.user.admin`, so its tokens
@@ -59,6 +60,7 @@ class Console(Construct):
         auth: Auth,
         api: Api,
         realtime: Realtime,
+        documents_bucket: s3.IBucket,
         site: Path,
     ) -> None:
         """`site`: the built console (infra.console_build), or its placeholder when not bundling."""
@@ -73,6 +75,10 @@ class Console(Construct):
         auth_origin = self.domain.base_url()
         api_origin = api.http_api.api_endpoint
         websocket_origin = realtime.web_socket_api.api_endpoint
+        upload_origins = [
+            f"https://{documents_bucket.bucket_name}.s3.amazonaws.com",
+            f"https://{documents_bucket.bucket_regional_domain_name}",
+        ]
         self.bucket = s3.Bucket(
             self,
             CONSOLE_BUCKET,
@@ -90,7 +96,7 @@ class Console(Construct):
             security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
                 content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(
                     content_security_policy=content_security_policy(
-                        [api_origin, websocket_origin, auth_origin]
+                        [api_origin, websocket_origin, auth_origin, *upload_origins]
                     ),
                     override=True,
                 ),

@@ -212,9 +212,9 @@ class LocalStack:
             console_origin=console.origin,
             local=console.authorization_server(storage.endpoint),
         )
-        console.start(api.front.url, realtime.url)
+        console.start(api.front.url, realtime.url, documents.url)
         realtime.start(template, resolver, functions)
-        documents.start(template, resolver, storage.endpoint)
+        documents.start(template, resolver, storage.endpoint, console.origin)
         self._mappings.start(
             template, resolver, functions=functions, resources=storage.resources, endpoint=storage.endpoint
         )

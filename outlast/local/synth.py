@@ -16,8 +16,11 @@ from outlast.local.template import Template
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What a template depends on: a change to any of these makes the cloud assembly stale.
 SOURCES = ("infra", "shared", "functions", "cdk.json", "pyproject.toml")
-# Local mode never bundles layers: the host's virtual environment stands in for them.
-LOCAL_CONTEXT: dict[str, Any] = {"bundle": "false"}
+# Local mode never bundles layers: the host's virtual environment stands in for them. It is a stage
+# with a console origin, so that what names that origin is in the template (the HTTP API's CORS, the
+# documents bucket's CORS rules); the local fronts put the local console's origin in its place.
+LOCAL_CONSOLE_ORIGIN = "https://console.outlast.invalid"
+LOCAL_CONTEXT: dict[str, Any] = {"bundle": "false", "consoleOrigin": LOCAL_CONSOLE_ORIGIN}
 STACK_TEMPLATE = f"{STACK_ID}.template.json"
 
 

@@ -6,8 +6,10 @@ policy as S3 does (outlast.local.post_policy: signature, expiry, the exact key, 
 `content-length-range`), then that the signer's role may `s3:PutObject` that key, as S3 authorizes
 a presigned request as its signer (DESIGN.md, "Deploy fidelity"); only then does moto get the
 request, byte for byte, and store the object (its notification then fires as S3's would). A
-refusal is S3's XML error; a denied role is recorded like every other local denial. CORS
-preflights go to moto, which answers them from the bucket's rules.
+refusal is S3's XML error; a denied role is recorded like every other local denial. CORS (the
+console uploads from its own origin) is the bucket's rules from the template, evaluated as S3 does
+(outlast.local.bucket_cors): preflights are answered here, and every answer to a POST, a refusal
+included, carries the headers a matching rule gives, so the console can read why it was refused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from xml.sax.saxutils import escape
 
+from outlast.local.bucket_cors import CorsRule, preflight, response_headers
 from outlast.local.http_handler import LocalRequestHandler
 from outlast.local.post_policy import PostRefusal, SecretOf, check_post
 
@@ -53,6 +56,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], rules: UploadRules) -> None:
         super().__init__(address, _Handler)
         self.rules = rules
+        self.cors: dict[str, tuple[CorsRule, ...]] = {}
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -109,10 +113,14 @@ def error_xml(refusal: PostRefusal) -> bytes:
 
 class _Handler(LocalRequestHandler):
     server: _Server
+    _cors_headers: dict[str, str] = {}  # noqa: RUF012 - replaced per request, never mutated
 
     def do_POST(self) -> None:
         rules = self.server.rules
         bucket = urllib.parse.urlsplit(self.path).path.strip("/")
+        self._cors_headers = response_headers(
+            self.server.cors.get(bucket, ()), self.headers.get("Origin"), "POST"
+        )
         length = int(self.headers.get("Content-Length") or 0)
         if not bucket or "/" in bucket:
             self._refuse(PostRefusal(405, "MethodNotAllowed", "POST is allowed on a bucket only."))
@@ -133,10 +141,28 @@ class _Handler(LocalRequestHandler):
         self._forward("POST", body, {"Content-Type": content_type})
 
     def do_OPTIONS(self) -> None:
-        headers = {
-            k: v for k, v in self.headers.items() if k.lower().startswith(("origin", "access-control-"))
-        }
-        self._forward("OPTIONS", None, headers)
+        """A CORS preflight, answered from the bucket's rules as S3 answers it."""
+        self._cors_headers = {}
+        bucket = urllib.parse.urlsplit(self.path).path.strip("/").partition("/")[0]
+        origin = self.headers.get("Origin")
+        method = self.headers.get("Access-Control-Request-Method")
+        if origin is None or method is None:
+            missing = "Origin" if origin is None else "Access-Control-Request-Method"
+            self._refuse(
+                PostRefusal(400, "BadRequest", f"Insufficient information. {missing} request header needed.")
+            )
+            return
+        answer = preflight(
+            self.server.cors.get(bucket, ()),
+            origin,
+            method,
+            self.headers.get("Access-Control-Request-Headers", ""),
+        )
+        if not answer.allowed:
+            self._refuse(PostRefusal(403, "AccessForbidden", answer.refusal))
+            return
+        self._cors_headers = answer.headers
+        self._send(200, {}, b"")
 
     def _forward(self, method: str, body: bytes | None, headers: dict[str, str]) -> None:
         url = self.server.rules.moto_endpoint + self.path
@@ -153,11 +179,16 @@ class _Handler(LocalRequestHandler):
     def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.send_response(status)
         for key, value in headers.items():
-            if key.lower() not in {"content-length", "transfer-encoding", "connection", "date", "server"}:
+            if key.lower() not in _HOP_BY_HOP and not key.lower().startswith("access-control-"):
                 self.send_header(key, value)
+        for key, value in self._cors_headers.items():
+            self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+_HOP_BY_HOP = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
 
 
 class UploadFront:
@@ -173,6 +204,10 @@ class UploadFront:
         """http://127.0.0.1:PORT: the S3 endpoint presigned POSTs name, locally."""
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    def allow_cors(self, rules: dict[str, tuple[CorsRule, ...]]) -> None:
+        """Each bucket's CORS rules by name (before `start`): none, and preflights are refused."""
+        self._server.cors = rules
 
     def start(self) -> UploadFront:
         self._thread.start()

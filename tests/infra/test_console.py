@@ -22,6 +22,8 @@ from infra.names import (
     CONSOLE_CLIENT,
     CONSOLE_DISTRIBUTION,
     CONSOLE_HEADERS,
+    DOCUMENTS,
+    DOCUMENTS_BUCKET,
     HTTP_API,
     REALTIME,
     USER_POOL,
@@ -79,13 +81,14 @@ def test_the_distribution_is_https_only_through_origin_access_control(synthesize
     assert origin["S3OriginConfig"] == {"OriginAccessIdentity": ""}  # OAC, not the legacy OAI
 
 
-def test_the_csp_is_strict_and_connects_only_to_the_api_the_websocket_and_the_user_pool_domain(synthesized):
+def test_the_csp_is_strict_and_connects_only_to_the_api_the_websocket_the_user_pool_and_uploads(synthesized):
     config = _properties(synthesized, CONSOLE, CONSOLE_HEADERS)["ResponseHeadersPolicyConfig"]
     security = config["SecurityHeadersConfig"]
     parts = security["ContentSecurityPolicy"]["ContentSecurityPolicy"]["Fn::Join"][1]
     csp = "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
     http_api = synthesized.logical_id(API, HTTP_API)
     websocket = synthesized.logical_id(REALTIME, WEBSOCKET_API)
+    documents = synthesized.logical_id(DOCUMENTS, DOCUMENTS_BUCKET)
 
     directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
     assert directives["default-src"] == "'none'"
@@ -98,6 +101,9 @@ def test_the_csp_is_strict_and_connects_only_to_the_api_the_websocket_and_the_us
     assert f'{{"Fn::GetAtt": ["{websocket}", "ApiEndpoint"]}}' in connect
     assert ".auth." in connect
     assert "amazoncognito.com" in connect
+    # The console uploads documents to their bucket (its presigned POST's URL, global or regional).
+    assert f'https://{{"Ref": "{documents}"}}.s3.amazonaws.com' in connect
+    assert f'https://{{"Fn::GetAtt": ["{documents}", "RegionalDomainName"]}}' in connect
     assert "*" not in connect
     assert security["StrictTransportSecurity"]["AccessControlMaxAgeSec"] >= 31_536_000
     assert security["FrameOptions"]["FrameOption"] == "DENY"

@@ -4,12 +4,15 @@ reaches the store unchanged; a refused one never does, and gets S3's XML error."
 from __future__ import annotations
 
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from outlast.local.bucket_cors import bucket_rules
 from outlast.local.upload_front import UploadFront, UploadRules, parse_form
 from outlast.uploads import multipart_form, post_upload
 from tests.support.uploads import ACCESS_KEY, BUCKET, KEY, SECRET, signed_form
@@ -117,3 +120,97 @@ def test_fields_after_the_file_are_ignored() -> None:
 
     assert file == b"data"
     assert "late" not in fields
+
+
+CONSOLE = "http://127.0.0.1:8001"
+# The documents bucket's rule as infra/constructs/documents.py writes it, its origin the console's.
+TEMPLATE_RULES = {
+    "CorsRules": [
+        {
+            "AllowedMethods": ["POST"],
+            "AllowedOrigins": ["https://console.example"],
+            "AllowedHeaders": ["Content-Type"],
+            "MaxAge": 3600,
+        }
+    ]
+}
+
+
+@pytest.fixture
+def cors_front(front: UploadFront) -> UploadFront:
+    front.allow_cors(bucket_rules([(BUCKET, TEMPLATE_RULES)], origins=(CONSOLE,)))
+    return front
+
+
+def _preflight(front: UploadFront, origin: str, method: str = "POST", headers: str = "") -> Any:
+    request = urllib.request.Request(f"{front.url}/{BUCKET}", method="OPTIONS")  # noqa: S310 - loopback
+    request.add_header("Origin", origin)
+    request.add_header("Access-Control-Request-Method", method)
+    if headers:
+        request.add_header("Access-Control-Request-Headers", headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def test_a_preflight_from_the_console_origin_is_allowed_by_the_buckets_rule(cors_front: UploadFront) -> None:
+    status, headers, _ = _preflight(cors_front, CONSOLE, headers="content-type")
+
+    assert status == 200
+    assert headers["Access-Control-Allow-Origin"] == CONSOLE
+    assert headers["Access-Control-Allow-Methods"] == "POST"
+    assert headers["Access-Control-Allow-Headers"] == "content-type"
+    assert headers["Access-Control-Max-Age"] == "3600"
+
+
+@pytest.mark.parametrize(
+    ("origin", "method", "headers"),
+    [
+        ("https://console.example", "POST", ""),  # the template's origin: locally the console has its own
+        ("http://evil.example", "POST", ""),
+        (CONSOLE, "PUT", ""),
+        (CONSOLE, "POST", "x-amz-meta-other"),
+    ],
+)
+def test_a_preflight_no_rule_allows_is_forbidden(
+    cors_front: UploadFront, origin: str, method: str, headers: str
+) -> None:
+    status, answer_headers, body = _preflight(cors_front, origin, method, headers)
+
+    assert status == 403
+    assert b"<Code>AccessForbidden</Code>" in body
+    assert answer_headers.get("Access-Control-Allow-Origin") is None
+
+
+def test_without_rules_a_preflight_is_forbidden(front: UploadFront) -> None:
+    status, _, body = _preflight(front, CONSOLE)
+
+    assert status == 403
+    assert b"CORS is not enabled" in body
+
+
+def test_answers_to_the_consoles_posts_carry_cors_headers_refusals_included(
+    cors_front: UploadFront, store: _Store
+) -> None:
+    fields = signed_form()
+    allowed = multipart_form(fields, "a.pdf", b"%PDF-1.7 small", "application/pdf")
+    refused = multipart_form(fields | {"key": KEY + "x"}, "a.pdf", b"%PDF-1.7 small", "application/pdf")
+
+    answers = []
+    for (data, content_type), origin in (
+        (allowed, CONSOLE),
+        (refused, CONSOLE),
+        (allowed, "http://evil.example"),
+    ):
+        request = urllib.request.Request(f"{cors_front.url}/{BUCKET}", data=data, method="POST")  # noqa: S310
+        request.add_header("Content-Type", content_type)
+        request.add_header("Origin", origin)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+                answers.append((response.status, response.headers.get("Access-Control-Allow-Origin")))
+        except urllib.error.HTTPError as error:
+            answers.append((error.code, error.headers.get("Access-Control-Allow-Origin")))
+
+    assert answers == [(204, CONSOLE), (403, CONSOLE), (204, None)]

@@ -10,6 +10,7 @@ import {
   type Tier,
   TERMINAL,
 } from "./api/client";
+import { DocumentUploads } from "./documents";
 import { type Failure, networkFailure } from "./problems";
 import { getState, initialDetail, initialList, PAGE_SIZE, remember, update } from "./state";
 
@@ -21,6 +22,8 @@ const MAX_OUTPUT_CALLS = 20; // pages read in one catch-up (100 events each); th
 export interface SubmitForm {
   operation: Operation;
   text: string;
+  /** A Ready document of the user's: the job runs on its text instead of `text`. */
+  documentId: string | null;
   labels: string[];
   /** extract's JSON Schema as typed (JSON text); the API checks that it is in the strict subset. */
   schema: string;
@@ -49,7 +52,8 @@ function newKey(): string {
 
 /** The submit body; only what the user chose (no server defaults), as the fingerprint wants. */
 export function submitBody(form: SubmitForm): SubmitRequest {
-  const body: SubmitRequest = { operation: form.operation, input: { text: form.text } };
+  const input = form.documentId !== null ? { documentId: form.documentId } : { text: form.text };
+  const body: SubmitRequest = { operation: form.operation, input };
   if (form.operation === "classify") {
     body.options = { labels: form.labels };
   }
@@ -93,12 +97,16 @@ export function parseLabels(raw: string): string[] {
 export class Actions {
   private following: string | null = null;
   private readonly reading = new Set<string>();
+  /** A file uploaded as the next job's document (documents.ts). */
+  readonly documents: DocumentUploads;
 
   constructor(
     private readonly api: Api,
     private readonly navigate: (hash: string) => void,
     private readonly live: OutputFollowing = { follow: () => false, unfollow: () => undefined },
-  ) {}
+  ) {
+    this.documents = new DocumentUploads(api);
+  }
 
   // --- my jobs ---------------------------------------------------------------------------------
 
@@ -390,7 +398,8 @@ export class Actions {
       if (outcome.ok) {
         const job = outcome.data;
         update((s) => {
-          s.submit = { busy: false, failure: null, pending: null, submitted: job.jobId };
+          // The document stays chosen: another operation on it is one more submit.
+          s.submit = { ...s.submit, busy: false, failure: null, pending: null, submitted: job.jobId };
           remember(s, job);
           s.list = initialList();
           s.list.ids = [job.jobId];

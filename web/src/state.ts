@@ -2,7 +2,7 @@
 // change notifies the subscribers (the app's render). Job documents are kept by id, and a document
 // never replaces a newer one of the same job (by `revision`): pushes, polls and answers to the
 // console's own calls may arrive in any order.
-import type { JobStatus, ResultDocument, StatusDocument } from "./api/client";
+import type { DocumentStatusDocument, JobStatus, ResultDocument, StatusDocument } from "./api/client";
 import type { Session } from "./auth";
 import type { Config } from "./config";
 import type { Failure } from "./problems";
@@ -41,6 +41,22 @@ export interface DetailState {
   outputComplete: boolean;
 }
 
+/** Where a file chosen as the job's document stands: sent, then read by the ingest, then usable. */
+export type DocumentPhase = "uploading" | "reading" | "ready" | "failed";
+
+export interface DocumentUpload {
+  /** Which choice this is: a later file (or none) replaces it, and answers about it are dropped. */
+  serial: number;
+  filename: string;
+  phase: DocumentPhase;
+  /** Bytes of the upload sent so far, of `total`. */
+  sent: number;
+  total: number;
+  /** The API's document once it settled Ready (its id is the job's input). */
+  document: DocumentStatusDocument | null;
+  failure: Failure | null;
+}
+
 export interface SubmitState {
   busy: boolean;
   failure: Failure | null;
@@ -48,6 +64,8 @@ export interface SubmitState {
   pending: { key: string; fingerprint: string } | null;
   /** The job the last submission made (shown on the list until the next route change). */
   submitted: string | null;
+  /** The document the next job runs on instead of the text, while one is chosen. */
+  document: DocumentUpload | null;
 }
 
 export interface State {
@@ -104,7 +122,7 @@ const state: State = {
   jobs: new Map(),
   list: initialList(),
   detail: initialDetail(),
-  submit: { busy: false, failure: null, pending: null, submitted: null },
+  submit: { busy: false, failure: null, pending: null, submitted: null, document: null },
   live: "off",
 };
 const listeners: Listener[] = [];
@@ -147,6 +165,6 @@ export function clearUserData(state: State): void {
   state.jobs = new Map();
   state.list = initialList();
   state.detail = initialDetail();
-  state.submit = { busy: false, failure: null, pending: null, submitted: null };
+  state.submit = { busy: false, failure: null, pending: null, submitted: null, document: null };
   state.live = "off";
 }

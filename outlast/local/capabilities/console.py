@@ -111,8 +111,9 @@ class Console(Starter):
 
         return LocalAuthorizationServer(tuple(clients), signed_in, refreshed)
 
-    def start(self, api_url: str, websocket_url: str | None) -> Console:
-        """Write the console's config.json (the deploy-time values, local) and serve it."""
+    def start(self, api_url: str, websocket_url: str | None, upload_url: str | None = None) -> Console:
+        """Write the console's config.json (the deploy-time values, local) and serve it; its CSP lets
+        it connect to the API, the WebSocket API and the upload front (the documents bucket's stand-in)."""
         if self._front is None or self.clients.console is None:
             return self
         pool = next(iter(self._resources.user_pools.values()))
@@ -131,6 +132,8 @@ class Console(Starter):
         connect = [api_url]
         if websocket_url is not None:
             connect.append(websocket_url.removesuffix(urllib.parse.urlsplit(websocket_url).path))
+        if upload_url is not None:
+            connect.append(upload_url)
         self._front.configure(config, connect)
         self._front.start()
         self._serving = True

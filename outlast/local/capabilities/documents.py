@@ -7,7 +7,8 @@ storage, functions and mappings starters make from the template like any other):
   ObjectCreated events for matching keys to the ingest queue (an `s3:TestEvent` first);
 - the upload front (outlast.local.upload_front): the documents function's presigned POSTs name
   it (a local-only variable of that function), and it checks each POST's policy and its signer's
-  role before moto stores the file, since moto checks neither.
+  role before moto stores the file, since moto checks neither; it answers CORS from the template's
+  bucket rules, their origins replaced by the local console's (outlast.local.bucket_cors).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import boto3
 
 from infra.names import FunctionName
+from outlast.local.bucket_cors import bucket_rules
 from outlast.local.capabilities.base import Log, Starter
 from outlast.local.iam.enforcement import Enforcement
 from outlast.local.iam.roles import SECRET_ACCESS_KEY
@@ -26,6 +28,7 @@ from outlast.local.upload_front import UploadFront, UploadRules
 from shared import resources as r
 
 NOTIFICATIONS = "Custom::S3BucketNotifications"
+BUCKET = "AWS::S3::Bucket"
 
 
 class Documents(Starter):
@@ -62,8 +65,11 @@ class Documents(Starter):
             return {}
         return {FunctionName.DOCUMENTS.handler: {r.ENV_UPLOAD_ENDPOINT_URL: self._front.url}}
 
-    def start(self, template: Template, resolver: Resolver, endpoint: str) -> Documents:
-        """Put every bucket notification of the template on moto, then serve the front."""
+    def start(
+        self, template: Template, resolver: Resolver, endpoint: str, console_origin: str | None = None
+    ) -> Documents:
+        """Put every bucket notification of the template on moto, then serve the front (its CORS the
+        buckets' rules, allowing `console_origin` where the template names the deployed console's)."""
         s3: Any = boto3.client("s3", endpoint_url=endpoint, region_name=REGION)
         for resource in template.resources(NOTIFICATIONS):
             properties = resolver.resolve(resource.properties)
@@ -76,6 +82,16 @@ class Documents(Starter):
                 Bucket=str(properties["BucketName"]), NotificationConfiguration=configuration
             )
         if self._front is not None:
+            buckets = [
+                (
+                    str(resolver.ref(bucket.logical_id)),
+                    resolver.resolve(bucket.properties["CorsConfiguration"]),
+                )
+                for bucket in template.resources(BUCKET)
+                if "CorsConfiguration" in bucket.properties
+            ]
+            origins = (console_origin,) if console_origin is not None else None
+            self._front.allow_cors(bucket_rules(buckets, origins))
             self._front.start()
         return self
 

@@ -15,6 +15,11 @@ export type TicketDocument = components["schemas"]["TicketDocument"];
 export type BudgetDocument = components["schemas"]["BudgetDocument"];
 export type OutputPage = components["schemas"]["OutputPage"];
 export type OutputEvent = components["schemas"]["OutputEventDocument"];
+export type ContentType = components["schemas"]["ContentType"];
+export type CreateDocumentRequest = components["schemas"]["CreateDocumentRequest"];
+export type CreatedDocument = components["schemas"]["CreatedDocument"];
+export type DocumentStatusDocument = components["schemas"]["DocumentStatusDocument"];
+export type UploadForm = components["schemas"]["UploadForm"];
 
 export const JOB_STATUSES: readonly JobStatus[] = [
   "Pending",
@@ -39,7 +44,7 @@ export interface ApiOptions {
   onUnauthorized: () => void;
 }
 
-function retryAfterOf(response: Response): number | undefined {
+export function retryAfterOf(response: Response): number | undefined {
   const value = response.headers.get("Retry-After");
   return value !== null && /^\d+$/.test(value) ? Number(value) : undefined;
 }
@@ -123,6 +128,17 @@ export class Api {
   submit(body: SubmitRequest, idempotencyKey: string): Promise<Outcome<StatusDocument>> {
     return settle(
       this.client.POST("/v1/jobs", { params: { header: { "idempotency-key": idempotencyKey } }, body }),
+    );
+  }
+
+  /** A document about to be uploaded: its id and the presigned POST to upload its file with. */
+  createDocument(body: CreateDocumentRequest): Promise<Outcome<CreatedDocument>> {
+    return settle(this.client.POST("/v1/documents", { body }));
+  }
+
+  getDocument(documentId: string): Promise<Outcome<DocumentStatusDocument>> {
+    return settle(
+      this.client.GET("/v1/documents/{document_id}", { params: { path: { document_id: documentId } } }),
     );
   }
 

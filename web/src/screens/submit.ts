@@ -1,10 +1,13 @@
-// Submit: an operation, the text (typed, or read from a .txt/.md file), labels for classify, a JSON
-// Schema for extract, and the tier (standard, or flex: cheaper, may wait). The form is built once and never re-rendered, so nothing the user typed is
-// lost to an update.
+// Submit: an operation, the text (typed, or read from a .txt/.md file) or a document (a file
+// uploaded with its progress shown, then read by the service: documents.ts), labels for classify, a
+// JSON Schema for extract, and the tier (standard, or flex: cheaper, may wait). The form is built
+// once and never re-rendered, so nothing the user typed is lost to an update; render only patches
+// the document's progress and status.
 import type { Operation, Tier } from "../api/client";
 import { type Actions, parseLabels } from "../actions";
-import { failureBox, h } from "../dom";
-import type { State } from "../state";
+import { failureBox, h, setText } from "../dom";
+import type { DocumentUpload, State } from "../state";
+import { DOCUMENT_ACCEPT } from "../upload";
 import type { Screen } from "./screen";
 
 const MAX_FILE_BYTES = 1_048_576; // input.text's limit in UTF-8 bytes (DESIGN.md, HTTP contract)
@@ -24,10 +27,44 @@ export const EXAMPLE_SCHEMA = JSON.stringify(
   2,
 );
 
+/** What the document's status line says in each phase. */
+export function documentStatus(upload: DocumentUpload): string {
+  switch (upload.phase) {
+    case "uploading": {
+      const percent = upload.total > 0 ? Math.floor((100 * upload.sent) / upload.total) : 0;
+      return `Uploading ${upload.filename}: ${percent}%`;
+    }
+    case "reading":
+      return `Uploaded ${upload.filename}. Reading its text...`;
+    case "ready": {
+      const ready = upload.document?.ready;
+      const pages = ready?.pages != null ? `${ready.pages} ${ready.pages === 1 ? "page" : "pages"}, ` : "";
+      const size = ready !== undefined && ready !== null ? `${formatBytes(ready.textBytes)} of text` : "its text";
+      return `${upload.filename} is ready (${pages}${size}): the job runs on it.`;
+    }
+    case "failed":
+      return `${upload.filename} cannot be used.`;
+  }
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) {
+    return `${bytes} bytes`;
+  }
+  return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
 export class SubmitScreen implements Screen {
   private button: HTMLButtonElement | null = null;
   private failure: HTMLElement | null = null;
   private fileNote: HTMLElement | null = null;
+  private text: HTMLTextAreaElement | null = null;
+  private documentProgress: HTMLProgressElement | null = null;
+  private documentStatus: HTMLElement | null = null;
+  private documentFailure: HTMLElement | null = null;
+  private documentClear: HTMLButtonElement | null = null;
+  /** The Ready document the job runs on, as last rendered. */
+  private documentId: string | null = null;
 
   constructor(private readonly actions: Actions) {}
 
@@ -106,6 +143,26 @@ export class SubmitScreen implements Screen {
       streamRow.hidden = operation.value === "classify"; // one label: nothing to watch grow
     });
     file.addEventListener("change", () => void this.readFile(file, text));
+    const documentFile = h("input", {
+      id: "document-file",
+      name: "document",
+      type: "file",
+      accept: DOCUMENT_ACCEPT,
+      "aria-describedby": "document-help document-status",
+    });
+    documentFile.addEventListener("change", () => {
+      const chosen = documentFile.files?.[0];
+      if (chosen !== undefined) {
+        void this.actions.documents.upload(chosen);
+      }
+      documentFile.value = ""; // the status names the file; choosing it again uploads it again
+    });
+    this.documentProgress = h("progress", { id: "document-progress", max: 1, value: 0, hidden: true, "aria-label": "Upload progress" });
+    this.documentStatus = h("p", { id: "document-status", class: "help", role: "status" });
+    this.documentFailure = h("div", { id: "document-failure" });
+    this.documentClear = h("button", { type: "button", id: "document-clear", hidden: true }, "Use the text instead");
+    this.documentClear.addEventListener("click", () => this.actions.documents.clear());
+    this.text = text;
     const form = h(
       "form",
       { id: "submit-form", novalidate: false },
@@ -117,6 +174,21 @@ export class SubmitScreen implements Screen {
         h("label", { for: "file" }, "Or read the text from a file (.txt, .md)"),
         file,
         this.fileNote,
+      ),
+      h(
+        "div",
+        { class: "field", id: "document-field" },
+        h("label", { for: "document-file" }, "Or upload a document to run the job on"),
+        documentFile,
+        h(
+          "p",
+          { id: "document-help", class: "help" },
+          "A PDF, a Word document (.docx), a text or a Markdown file; the service reads its text.",
+        ),
+        this.documentProgress,
+        this.documentStatus,
+        this.documentFailure,
+        this.documentClear,
       ),
       tierRow,
       labelsRow,
@@ -130,6 +202,7 @@ export class SubmitScreen implements Screen {
       void this.actions.submit({
         operation: operation.value as Operation,
         text: text.value,
+        documentId: this.documentId,
         labels: parseLabels(labels.value),
         schema: schema.value,
         stream: stream.checked && operation.value !== "classify",
@@ -162,13 +235,48 @@ export class SubmitScreen implements Screen {
     if (this.button === null || this.failure === null) {
       return;
     }
-    this.button.disabled = state.submit.busy;
-    this.button.textContent = state.submit.busy ? "Submitting..." : "Submit job";
+    const upload = state.submit.document;
+    const waiting = upload !== null && (upload.phase === "uploading" || upload.phase === "reading");
+    this.button.disabled = state.submit.busy || waiting;
+    setText(
+      this.button,
+      state.submit.busy ? "Submitting..." : waiting ? "Waiting for the document..." : "Submit job",
+    );
     this.failure.replaceChildren(...(state.submit.failure !== null ? [failureBox(state.submit.failure)] : []));
+    this.renderDocument(upload);
+  }
+
+  private renderDocument(upload: DocumentUpload | null): void {
+    const bar = this.documentProgress;
+    if (bar === null || this.documentStatus === null || this.documentFailure === null || this.documentClear === null) {
+      return;
+    }
+    this.documentId = upload?.phase === "ready" ? (upload.document?.documentId ?? null) : null;
+    bar.hidden = upload === null || upload.phase === "failed" || upload.phase === "ready";
+    bar.max = Math.max(upload?.total ?? 1, 1);
+    bar.value = upload?.sent ?? 0;
+    if (upload?.phase === "reading") {
+      bar.removeAttribute("value"); // indeterminate: the service is reading the file
+    }
+    setText(this.documentStatus, upload === null ? "" : documentStatus(upload));
+    this.documentFailure.replaceChildren(
+      ...(upload?.failure != null ? [failureBox(upload.failure, "document-failure-message")] : []),
+    );
+    this.documentClear.hidden = upload === null;
+    if (this.text !== null) {
+      // The document is the input: the text is neither needed nor sent while one is chosen.
+      this.text.disabled = upload !== null && upload.phase !== "failed";
+      this.text.required = !this.text.disabled;
+    }
   }
 
   unmount(): void {
     this.button = null;
     this.failure = null;
+    this.text = null;
+    this.documentProgress = null;
+    this.documentStatus = null;
+    this.documentFailure = null;
+    this.documentClear = null;
   }
 }

@@ -372,7 +372,7 @@ def _pin_update(pin: DocumentPin, *, raise_ttl: bool) -> dict[str, Any]:
     }
     expression = "ADD #pins :job SET #shard = :shard, #check = :check"
     if raise_ttl:
-        condition += " AND #ttl < :ttl"
+        condition += " AND (attribute_not_exists(#ttl) OR #ttl < :ttl)"
         names |= {"#ttl": r.TTL_ATTRIBUTE, "#kept": KEPT_UNTIL}
         values |= {":ttl": {"N": str(ttl_after(pin.keep_until))}, ":kept": {"S": to_iso(pin.keep_until)}}
         expression += ", #kept = :kept, #ttl = :ttl"

@@ -395,6 +395,14 @@ class StageConfig(BaseModel):
         return self.max_attempts + DLQ_EXTRA_RECEIVES
 
     @property
+    def document_object_expiration_days(self) -> int:
+        """A document's objects must outlive its record, which a pin keeps until the pinning job's
+        expiry: a job is gone at submit + jobRetentionDays (nothing shorter bounds it), and a
+        document takes jobs only within its retention. S3 counts whole days from an object's
+        creation, which is after the document's."""
+        return self.document_retention_days + self.job_retention_days
+
+    @property
     def input_object_expiration_days(self) -> int:
         """S3 expires objects by age in whole days: a job's run plus the retention after it ends."""
         return math.ceil(self.input_retention_hours / 24) + 1

@@ -11,10 +11,17 @@ from datetime import UTC, datetime, timedelta
 
 from functions.ingest.formats import extractor_for
 from shared.adapters.dynamo_items import list_key
-from shared.adapters.dynamodb_documents import pin_shard
+from shared.adapters.dynamodb_documents import document_ttl, pin_shard, ttl_after
+from shared.clock import truncate_to_millis
 from shared.cursor import ListPosition
 from shared.documents.extraction import Extracted, ExtractionLimits
-from shared.documents.ports import DocumentConflictError, DocumentPageSlice, UploadGrant, UploadTransition
+from shared.documents.ports import (
+    DocumentConflictError,
+    DocumentPageSlice,
+    DocumentPin,
+    UploadGrant,
+    UploadTransition,
+)
 from shared.documents.record import DocumentRecord, Upload
 from shared.documents.types import ContentType, DocumentStatus
 from shared.errors import ConditionFailedError, OriginalChangedError, OriginalMissingError
@@ -47,6 +54,26 @@ def document_record(
         "sequence_id": new_sequence_id(),
     }
     return DocumentRecord.model_validate(fields | overrides)
+
+
+def job_pin(
+    document_id: str,
+    job_id: str,
+    *,
+    now: datetime = CREATED,
+    check_at: datetime | None = None,
+    keep_until: datetime | None = None,
+    owner: Caller = OWNER,
+) -> DocumentPin:
+    """A submit's pin: checked a dispatch grace (15 min) later, kept as long as a job of 30 days."""
+    return DocumentPin(
+        owner=owner,
+        document_id=document_id,
+        job_id=job_id,
+        now=now,
+        check_at=check_at or now + timedelta(minutes=15),
+        keep_until=keep_until or now + timedelta(days=30),
+    )
 
 
 class InMemoryDocumentRepository:
@@ -118,14 +145,18 @@ class InMemoryDocumentRepository:
         )
         return DocumentPageSlice(items=[d for d in read if not d.is_expired(now)], next_position=position)
 
-    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
-        """Add the job to the pins of a Ready document; its check is due at `check_at`."""
-        key = (owner.owner_key, document_id)
+    def pin(self, pin: DocumentPin) -> None:
+        """Add the job to the pins of a Ready document that takes jobs; its check is due at
+        `check_at`; keptUntil rises to the job's expiry when the item's TTL is earlier."""
+        key = (pin.owner.owner_key, pin.document_id)
         current = self.documents.get(key)
-        if current is None or current.status is not DocumentStatus.READY:
+        if current is None or current.status is not DocumentStatus.READY or not current.takes_jobs(pin.now):
             raise DocumentConflictError(current)
-        self.documents[key] = current.model_copy(update={"pinned_by": current.pinned_by | {job_id}})
-        self.pin_checks[key] = check_at
+        update: dict[str, object] = {"pinned_by": current.pinned_by | {pin.job_id}}
+        if document_ttl(current) < ttl_after(pin.keep_until):
+            update["kept_until"] = truncate_to_millis(pin.keep_until)  # what RFC 3339 keeps
+        self.documents[key] = current.model_copy(update=update)
+        self.pin_checks[key] = pin.check_at
         self.writes.append("pin")
 
     def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:

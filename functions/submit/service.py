@@ -22,6 +22,7 @@ from shared.budgets import (
 from shared.clock import truncate_to_millis
 from shared.contract import SubmitRequest
 from shared.documents.job_input import DocumentText, pin_document, read_document_text
+from shared.documents.ports import DocumentPin
 from shared.errors import (
     BudgetExceededError,
     DocumentNotFoundError,
@@ -136,9 +137,17 @@ def submit_job(deps: SubmitDependencies, caller: Caller, request: SubmitRequest,
         claim, caller, request, "item", plan.total_steps, hold=hold, max_running=max_running
     )
     if document is not None:
-        # Pinned before the job is written: the job's terminal write unpins it (the notifier).
-        check_at = now + timedelta(seconds=settings.dispatch_grace_seconds)
-        pin_document(deps.documents, caller, document.document_id, claim.job_id, check_at)
+        # Pinned before the job is written: the job's terminal write unpins it (the notifier). The
+        # pin keeps the document as long as the job can exist: a job is gone at its expiresAt.
+        pin = DocumentPin(
+            owner=caller,
+            document_id=document.document_id,
+            job_id=claim.job_id,
+            now=now,
+            check_at=now + timedelta(seconds=settings.dispatch_grace_seconds),
+            keep_until=claim.job_expires_at,
+        )
+        pin_document(deps.documents, pin)
         job = job.model_copy(update={"document_id": document.document_id, "document_sha256": document.sha256})
     if deps.repository.fits_in_job_item(job, input_body=job_input.body()):
         # A small input rides in the job item: one write fewer now and at the end (DESIGN.md,

@@ -6,8 +6,10 @@ upload notification, the ingest queue with its DLQ, the ingest function and the 
   recovery and the AWS managed key like every table.
 - The documents bucket, of its own (not the payload bucket): its notification and CORS rules are
   about uploads alone. SSE-S3, public access blocked, TLS only, objects owned by the bucket. The
-  documents prefix expires with the retention; CORS allows POST from the console's origin only
-  (none when it is not set), since browsers upload straight to S3 with the presigned POST.
+  documents prefix expires after the retention plus the job retention (a pin keeps a document's
+  record until its job's expiry, and the objects must outlive it); CORS allows POST from the
+  console's origin only (none when it is not set), since browsers upload straight to S3 with the
+  presigned POST.
 - ObjectCreated on `documents/*/original` -> the ingest queue (SSE-SQS, TLS only; the DLQ after a
   few receives: a message that crashes the ingest) -> the ingest function, one message per
   invocation (an extraction takes the function's CPU), a few at once (`ingestMaxConcurrency`).
@@ -171,11 +173,13 @@ class Documents(Construct):
             removal_policy=removal_policy(config),
             cors=cors,
             lifecycle_rules=[
-                # S3 counts whole days from an object's creation; the record's TTL says the same.
+                # Never before the record: a pinned document's record lives until its last job's
+                # expiry, at most the retention plus the job retention after its creation (docs/
+                # architecture.md, "Documents": why a lifecycle rule and not tags or a function).
                 s3.LifecycleRule(
                     id="expire-documents",
                     prefix=r.DOCUMENTS_PREFIX,
-                    expiration=Duration.days(config.document_retention_days),
+                    expiration=Duration.days(config.document_object_expiration_days),
                 ),
                 s3.LifecycleRule(
                     id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=Duration.days(1)

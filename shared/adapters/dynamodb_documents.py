@@ -7,6 +7,7 @@ object key it was told of. Attributes are flat, so that every condition names th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from shared.adapters.dynamo_items import deserialize, list_key, serialize
 from shared.adapters.update_builder import UpdateBuilder
 from shared.clock import epoch_seconds, from_iso, to_iso
 from shared.cursor import ListPosition
-from shared.documents.ports import DocumentConflictError, DocumentPageSlice, UploadTransition
+from shared.documents.ports import DocumentConflictError, DocumentPageSlice, DocumentPin, UploadTransition
 from shared.documents.record import DocumentRecord, DocumentRejection, ReadyFacts, Upload
 from shared.documents.types import DocumentStatus
 from shared.errors import ConditionFailedError
@@ -32,6 +33,20 @@ _CONDITION_FAILED = "ConditionalCheckFailedException"
 _UNPINNED = "attribute_exists(#pk) AND attribute_not_exists(#pins)"
 # The string set of the ids of the jobs that pin a document (DynamoDB drops an emptied set).
 PINNED_BY = "pinnedBy"
+# How long pins keep a document (RFC 3339): written with the TTL by a pin that raises it.
+KEPT_UNTIL = "keptUntil"
+
+
+def ttl_after(instant: datetime) -> int:
+    """The TTL (epoch seconds) of an item that must live until `instant`: rounded up, so that
+    TTL never removes it before."""
+    return math.ceil(instant.timestamp())
+
+
+def document_ttl(document: DocumentRecord) -> int:
+    """The TTL of a document's item: its expiry, or how long its pins keep it when later."""
+    expiry = epoch_seconds(document.expires_at)
+    return expiry if document.kept_until is None else max(expiry, ttl_after(document.kept_until))
 
 
 def document_key(owner: Caller, document_id: str) -> dict[str, Any]:
@@ -53,7 +68,8 @@ def document_to_item(document: DocumentRecord) -> dict[str, Any]:
         "createdAt": to_iso(document.created_at),
         "updatedAt": to_iso(document.updated_at),
         "expiresAt": to_iso(document.expires_at),
-        r.TTL_ATTRIBUTE: epoch_seconds(document.expires_at),
+        r.TTL_ATTRIBUTE: document_ttl(document),
+        KEPT_UNTIL: to_iso(document.kept_until) if document.kept_until else None,
         "uploadEtag": upload.etag if upload else None,
         "uploadBytes": upload.bytes if upload else None,
         "pages": ready.pages if ready else None,
@@ -100,6 +116,7 @@ def item_to_document(item: Mapping[str, Any]) -> DocumentRecord:
         if "errorCode" in values
         else None,
         pinned_by=frozenset(values.get(PINNED_BY, ())),
+        kept_until=from_iso(values[KEPT_UNTIL]) if KEPT_UNTIL in values else None,
         revision=values.get("revision", 1),
     )
 
@@ -159,13 +176,19 @@ class DynamoDocumentRepository:
         self, owner: Caller, limit: int, after: ListPosition | None, now: datetime
     ) -> DocumentPageSlice:
         """A consistent Query of the creation-order LSI, newest first, expired documents filtered
-        out (so a page may be short while LastEvaluatedKey says there is more)."""
+        out (so a page may be short while LastEvaluatedKey says there is more): a document past
+        its expiry stays while a job pins it and its pins keep it."""
         arguments: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": r.DOCUMENTS_LIST_INDEX,
             "KeyConditionExpression": "#pk = :owner",
-            "FilterExpression": "#expiresAt > :now",
-            "ExpressionAttributeNames": {"#pk": r.DOCUMENTS_PARTITION_KEY, "#expiresAt": "expiresAt"},
+            "FilterExpression": "#expiresAt > :now OR (attribute_exists(#pins) AND #kept > :now)",
+            "ExpressionAttributeNames": {
+                "#pk": r.DOCUMENTS_PARTITION_KEY,
+                "#expiresAt": "expiresAt",
+                "#pins": PINNED_BY,
+                "#kept": KEPT_UNTIL,
+            },
             "ExpressionAttributeValues": serialize({":owner": owner.owner_key, ":now": to_iso(now)}),
             "ScanIndexForward": False,
             "ConsistentRead": True,
@@ -194,16 +217,39 @@ class DynamoDocumentRepository:
             items=[item_to_document(item) for item in response.get("Items", [])], next_position=next_position
         )
 
-    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
-        """One conditional UpdateItem adding the job to the pin set while the document is Ready,
-        and the pin index's keys; DocumentConflictError with the document as it stands otherwise."""
-        self._pin_write(owner, document_id, job_id, check_at)
+    def pin(self, pin: DocumentPin) -> None:
+        """One conditional UpdateItem while the document is Ready and takes jobs: the job joins
+        the pin set, the pin index's keys are set, and keptUntil with the TTL rise to the job's
+        expiry when the TTL is earlier. When only that last clause failed (the document already
+        lives long enough), the same write without the raise: a TTL is never lowered.
+        DocumentConflictError with the document as it stands otherwise."""
+        try:
+            self._pin_write(pin.owner, pin.document_id, _pin_update(pin, raise_ttl=True))
+        except DocumentConflictError as refused:
+            current = refused.current
+            if (
+                current is None
+                or current.status is not DocumentStatus.READY
+                or not current.takes_jobs(pin.now)
+            ):
+                raise
+            self._pin_write(pin.owner, pin.document_id, _pin_update(pin, raise_ttl=False))
 
     def unpin(self, owner: Caller, document_id: str, job_id: str) -> None:
         """One UpdateItem removing the job from the pin set; nothing when the document is gone.
-        The index keys stay: the sweeper drops them when it finds no pin left."""
+        The index keys stay: the sweeper drops them when it finds no pin left. keptUntil and the
+        TTL stay too: an unpinned document past its expiry is gone in code, and TTL removes it."""
         try:
-            self._pin_write(owner, document_id, job_id, None)
+            self._pin_write(
+                owner,
+                document_id,
+                {
+                    "UpdateExpression": "DELETE #pins :job",
+                    "ConditionExpression": "attribute_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY},
+                    "ExpressionAttributeValues": {":job": {"SS": [job_id]}},
+                },
+            )
         except DocumentConflictError:
             return
 
@@ -267,14 +313,14 @@ class DynamoDocumentRepository:
             return False
         return True
 
-    def _pin_write(self, owner: Caller, document_id: str, job_id: str, check_at: datetime | None) -> None:
+    def _pin_write(self, owner: Caller, document_id: str, update: dict[str, Any]) -> None:
         try:
             with storage_errors():
                 self._client.update_item(
                     TableName=self._table,
                     Key=document_key(owner, document_id),
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    **_pin_update(document_id, job_id, check_at),
+                    **update,
                 )
         except ClientError as error:
             if error_code(error) != _CONDITION_FAILED:
@@ -305,25 +351,31 @@ def pin_shard(document_id: str) -> str:
     return str(int(document_id.replace("-", "")[-4:], 16) % r.DOCUMENTS_PIN_SHARDS)
 
 
-def _pin_update(document_id: str, job_id: str, check_at: datetime | None) -> dict[str, Any]:
-    """ADD (with the check's index keys, while the document is Ready) or DELETE one job id."""
-    pin = check_at is not None
-    condition = "attribute_exists(#pk)" + (" AND #status = :ready" if pin else "")
-    names = {"#pk": r.DOCUMENTS_PARTITION_KEY, "#pins": PINNED_BY}
-    values: dict[str, Any] = {":job": {"SS": [job_id]}}
-    expression = "DELETE #pins :job"
-    if check_at is not None:
-        names |= {
-            "#status": "status",
-            "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
-            "#check": r.DOCUMENTS_PIN_INDEX_SORT,
-        }
-        values |= {
-            ":ready": {"S": DocumentStatus.READY.value},
-            ":shard": {"S": pin_shard(document_id)},
-            ":check": {"S": to_iso(check_at)},
-        }
-        expression = "ADD #pins :job SET #shard = :shard, #check = :check"
+def _pin_update(pin: DocumentPin, *, raise_ttl: bool) -> dict[str, Any]:
+    """ADD the job id with the check's index keys, while the document is Ready and takes jobs;
+    with `raise_ttl`, also keptUntil and the TTL, only while the TTL is earlier than the job's."""
+    condition = "attribute_exists(#pk) AND #status = :ready AND #expiresAt > :now"
+    names = {
+        "#pk": r.DOCUMENTS_PARTITION_KEY,
+        "#pins": PINNED_BY,
+        "#status": "status",
+        "#expiresAt": "expiresAt",
+        "#shard": r.DOCUMENTS_PIN_INDEX_PARTITION,
+        "#check": r.DOCUMENTS_PIN_INDEX_SORT,
+    }
+    values: dict[str, Any] = {
+        ":job": {"SS": [pin.job_id]},
+        ":ready": {"S": DocumentStatus.READY.value},
+        ":now": {"S": to_iso(pin.now)},
+        ":shard": {"S": pin_shard(pin.document_id)},
+        ":check": {"S": to_iso(pin.check_at)},
+    }
+    expression = "ADD #pins :job SET #shard = :shard, #check = :check"
+    if raise_ttl:
+        condition += " AND (attribute_not_exists(#ttl) OR #ttl < :ttl)"
+        names |= {"#ttl": r.TTL_ATTRIBUTE, "#kept": KEPT_UNTIL}
+        values |= {":ttl": {"N": str(ttl_after(pin.keep_until))}, ":kept": {"S": to_iso(pin.keep_until)}}
+        expression += ", #kept = :kept, #ttl = :ttl"
     return {
         "UpdateExpression": expression,
         "ConditionExpression": condition,

@@ -8,7 +8,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from shared.documents.ports import DocumentConflictError, DocumentObjects, DocumentRepository
+from shared.documents.ports import DocumentConflictError, DocumentObjects, DocumentPin, DocumentRepository
 from shared.documents.record import DocumentRecord
 from shared.documents.types import DocumentStatus
 from shared.errors import DocumentNotFoundError, DocumentNotReadyError
@@ -35,12 +35,13 @@ def read_document_text(
 ) -> DocumentText:
     """The caller's Ready document's text (one GetItem, one S3 GET of at most maxExtractedBytes).
 
-    404 document_not_found for a missing, expired or foreign document (never saying which); 409
+    404 document_not_found for a missing, expired or foreign document (never saying which): past
+    its retention a document takes no new job, even while earlier jobs' pins keep it; 409
     document_not_ready while it awaits its upload (with Retry-After) or once Rejected (without).
     """
     canonical = document_id.lower()
     document = documents.get(caller, canonical)
-    if document is None or document.is_expired(now):
+    if document is None or not document.takes_jobs(now):
         raise DocumentNotFoundError
     _require_ready(document, retry_after)
     stored = objects.read_text(caller, canonical)
@@ -51,15 +52,14 @@ def read_document_text(
     return DocumentText(document_id=canonical, text=stored.decode("utf-8"), sha256=ready.sha256)
 
 
-def pin_document(
-    documents: DocumentRepository, caller: Caller, document_id: str, job_id: str, check_at: datetime
-) -> None:
-    """Pin the document for the job (again: no change), before the job is written; the sweeper
-    looks at the pin at `check_at` (shared.documents.pin_repair)."""
+def pin_document(documents: DocumentRepository, pin: DocumentPin) -> None:
+    """Pin the document for the job (again: no change), before the job is written, keeping it at
+    least as long as the job can exist (`pin.keep_until`, the job's expiresAt); the sweeper looks
+    at the pin at `pin.check_at` (shared.documents.pin_repair)."""
     try:
-        documents.pin(caller, document_id, job_id, check_at)
+        documents.pin(pin)
     except DocumentConflictError as refused:
-        if refused.current is None:
+        if refused.current is None or not refused.current.takes_jobs(pin.now):
             raise DocumentNotFoundError from None
         _require_ready(refused.current, retry_after=None)
         raise

@@ -3,8 +3,9 @@ terminal). A pin is normally removed by its job's terminal write (the notifier);
 (the notifier gave up on the record, or the submit stopped between the pin and the job) would keep
 its document from being deleted. Pinned documents carry the keys of a sparse, sharded index, due
 a grace after their last pin (never a scan); when due, each job of the pin set is read once: an
-ended job's pin, and a missing job's (a later completion of its submit pins again, before it
-writes the job), is removed; then the check moves a grace on while pins are left, or the document
+ended job's pin, an expired job's (gone in code, however late TTL removes it: the pin kept the
+document only until then), and a missing job's (a later completion of its submit pins again,
+before it writes the job), is removed; then the check moves a grace on while pins are left, or the document
 leaves the index. Every write is safe to repeat. No boto3: the stores come in as ports.
 """
 
@@ -48,7 +49,7 @@ def repair_pins(
             continue
         for owner, document_id in due:
             try:
-                unpinned += _repair(documents, get_job, owner, document_id, now + grace)
+                unpinned += _repair(documents, get_job, owner, document_id, now=now, next_check=now + grace)
             except Exception:  # noqa: BLE001 - logged; one document must not hold up the rest
                 logger.exception(
                     "sweeper could not repair a document's pins", extra={"document_id": document_id}
@@ -62,6 +63,8 @@ def _repair(
     get_job: Callable[[str], JobRecord | None],
     owner: Caller,
     document_id: str,
+    *,
+    now: datetime,
     next_check: datetime,
 ) -> int:
     document = documents.get(owner, document_id)
@@ -70,7 +73,7 @@ def _repair(
     unpinned = 0
     for job_id in sorted(document.pinned_by):
         job = get_job(job_id)
-        if job is None or job.status in TERMINAL:
+        if job is None or job.status in TERMINAL or job.is_expired(now):
             documents.unpin(owner, document_id, job_id)
             logger.warning(
                 "sweeper removed a pin nothing else removed",

@@ -35,6 +35,25 @@ class UploadTransition:
     error: DocumentRejection | None = None
 
 
+@dataclass(frozen=True)
+class DocumentPin:
+    """A job's pin on a document, applied as one conditional write (then a second, only when the
+    document already lives long enough: DynamoDB has no max()).
+
+    It succeeds only while the document is Ready and takes jobs (`now` before its expiresAt). It
+    adds the job to the pins, has the sweeper look at them at `check_at`, and raises the
+    document's keptUntil (and its TTL) to `keep_until`, the job's own expiry, never lowering it:
+    a job is gone at its expiresAt, so a pinned document outlives every job that reads it.
+    """
+
+    owner: Caller
+    document_id: str
+    job_id: str
+    now: datetime
+    check_at: datetime
+    keep_until: datetime
+
+
 class DocumentConflictError(ConditionFailedError):
     """A guarded write lost; `current` is the document as it stood (None when it does not exist)."""
 
@@ -77,10 +96,11 @@ class DocumentRepository(Protocol):
         may be short while there are more (expired ones are skipped, not counted)."""
         ...
 
-    def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
-        """Add the job to the document's pins while it is Ready (again: no change), and have the
-        sweeper look at the pins at `check_at`; DocumentConflictError with the document as it
-        stands (None: missing) otherwise."""
+    def pin(self, pin: DocumentPin) -> None:
+        """Add the job to the document's pins while it is Ready and takes jobs (again: no change),
+        keep it at least until `pin.keep_until`, and have the sweeper look at the pins at
+        `pin.check_at`; DocumentConflictError with the document as it stands (None: missing)
+        otherwise."""
         ...
 
     def pins_due(self, shard: str, now: datetime, limit: int) -> list[tuple[Caller, str]]:

@@ -61,6 +61,8 @@ class DocumentRecord(BaseModel):
     status: DocumentStatus
     created_at: datetime
     updated_at: datetime
+    # The end of the retention (createdAt + documentRetentionDays): the document takes jobs until
+    # then, and goes then unless a job pins it. Pins never move it.
     expires_at: datetime
     # Time-ordered (shared.ids.new_sequence_id): breaks creation-time ties in the owner's list.
     sequence_id: str
@@ -72,6 +74,10 @@ class DocumentRecord(BaseModel):
     # (DESIGN.md, "An accepted job never loses its input"). A set, so that a repeated pin (a
     # retried submit) or unpin (a redelivered terminal record) changes nothing.
     pinned_by: frozenset[str] = frozenset()
+    # How long the pins keep the document: the latest expiry of a job that pinned it (a job is
+    # gone at its own expiresAt), when that is after `expires_at`; raised by pins, never lowered.
+    # The item's TTL is the later of the two (DESIGN.md: "a pin extends it").
+    kept_until: datetime | None = None
     # +1 on every write: a document as the create writes it is revision 1.
     revision: int = 1
 
@@ -85,9 +91,20 @@ class DocumentRecord(BaseModel):
         """True once Ready or Rejected: no upload changes it any more."""
         return self.status in SETTLED
 
+    @property
+    def lives_until(self) -> datetime:
+        """When the item's TTL removes the document: its expiry, or later when a pin kept it."""
+        return max(self.expires_at, self.kept_until or self.expires_at)
+
+    def takes_jobs(self, now: datetime) -> bool:
+        """Whether a new job may read (and pin) it: only within its retention. This bounds how
+        long pins can keep it, so the bucket's lifecycle rule can outlast every pin."""
+        return now < self.expires_at
+
     def is_expired(self, now: datetime) -> bool:
-        """Expired documents are gone, whether or not TTL has deleted the item yet."""
-        return self.expires_at <= now
+        """Expired documents are gone, whether or not TTL has deleted the item yet: at the end
+        of the retention, or, while a job pins it, when the pins' extension ends too."""
+        return now >= (self.lives_until if self.pinned_by else self.expires_at)
 
     def status_document(self) -> DocumentStatusDocument:
         """The owner's view: no storage keys, no upload ETag."""

@@ -1,5 +1,6 @@
 """Jobs on documents over the local stack: the text a document's upload yielded is the input; a
-replayed submit is the same job; deleting a document a job reads is 409 and the job succeeds;
+replayed submit is the same job; deleting a document a job reads is 409 and the job succeeds; the
+pin keeps the document (its record's TTL) until the job's own expiry, under the submit's role;
 another user's submit is 404; a document still ingesting is 409 with Retry-After; extract on a
 document (DESIGN.md, "Documents"; issue 26 asks extract to work on documents)."""
 
@@ -10,10 +11,21 @@ import time
 import uuid
 from typing import Any
 
+from infra.names import DOCUMENTS_TABLE
 from outlast.uploads import post_upload
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository
+from shared.clock import from_iso
+from shared.job import Caller
 from tests.support import documents as files
 from tests.support.local_documents import create_document, settled_document
-from tests.support.local_stack import RunningStack, assert_problem, assert_retry_after, new_key, unique
+from tests.support.local_stack import (
+    RunningStack,
+    assert_problem,
+    assert_retry_after,
+    new_key,
+    token_claims,
+    unique,
+)
 
 MARKDOWN = "text/markdown"
 INVOICE: dict[str, Any] = {
@@ -87,6 +99,29 @@ def test_deleting_a_document_a_job_reads_is_409_and_the_job_succeeds(stack: Runn
     assert stack.wait_terminal(job_id, alice)["status"] == "Succeeded"
     _deletable(stack, alice, document_id)
     assert_problem(stack.call("GET", f"/v1/documents/{document_id}", token=alice), 404, "document_not_found")
+
+
+def test_the_pin_keeps_the_document_until_the_jobs_expiry(stack: RunningStack) -> None:
+    """The submit's pin (its role's UpdateItem, enforced) raised the record's keptUntil and TTL
+    to the job's expiresAt; the job's end unpins it and leaves both (never shortened)."""
+    alice = stack.token(unique("docjobs-kept"), "docjobs")
+    document_id = _ready_document(stack, alice, "A report that must outlive its retention.\n")
+    job = stack.wait_terminal(stack.submit(alice, _on(document_id)).body["jobId"], alice)
+    assert job["status"] == "Succeeded"
+    dynamodb = stack.aws("dynamodb")
+    [table] = [name for name in dynamodb.list_tables()["TableNames"] if DOCUMENTS_TABLE in name]
+    documents = DynamoDocumentRepository(dynamodb, table)
+    owner = Caller(tenant="docjobs", sub=token_claims(alice)["sub"])
+
+    deadline = time.monotonic() + 30
+    while (stored := documents.get(owner, document_id)) is not None and stored.pinned_by:
+        assert time.monotonic() < deadline, "the document stayed pinned after its job ended"
+        time.sleep(0.2)  # the notifier's unpin follows the terminal write
+
+    assert stored is not None
+    assert stored.kept_until == from_iso(job["expiresAt"])
+    assert stored.lives_until >= stored.expires_at
+    _deletable(stack, alice, document_id)
 
 
 def test_another_user_cannot_run_a_job_on_a_document(stack: RunningStack) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import boto3
 import pytest
 
-from shared.adapters.dynamodb_documents import DynamoDocumentRepository, pin_shard
+from shared import resources as r
+from shared.adapters.dynamodb_documents import DynamoDocumentRepository, document_key, pin_shard
 from shared.adapters.s3_documents import S3DocumentObjects
 from shared.adapters.sqs_dead_letters import SqsDeadLetterQueue
 from shared.documents.keys import DocumentPart, object_key
@@ -32,6 +33,7 @@ from tests.document_fakes import (
     InMemoryDocumentRepository,
     RecordingDeadLetters,
     document_record,
+    job_pin,
 )
 from tests.support.aws import REGION, DocumentResources, create_document_resources
 
@@ -208,15 +210,15 @@ def test_pins_are_a_set_of_jobs_and_only_a_ready_document_takes_one(repository: 
     repository.create(ready)
     repository.create(awaiting)
 
-    repository.pin(OWNER, ready.document_id, "job-1", LATER)
-    repository.pin(OWNER, ready.document_id, "job-1", LATER)  # a retried submit: no second pin
-    repository.pin(OWNER, ready.document_id, "job-2", LATER)
+    repository.pin(job_pin(ready.document_id, "job-1", check_at=LATER))
+    repository.pin(job_pin(ready.document_id, "job-1", check_at=LATER))  # a retried submit: no second pin
+    repository.pin(job_pin(ready.document_id, "job-2", check_at=LATER))
     assert repository.get(OWNER, ready.document_id).pinned_by == {"job-1", "job-2"}  # type: ignore[union-attr]
     with pytest.raises(DocumentConflictError) as refused:
-        repository.pin(OWNER, awaiting.document_id, "job-3", LATER)
+        repository.pin(job_pin(awaiting.document_id, "job-3", check_at=LATER))
     assert refused.value.current == awaiting
     with pytest.raises(DocumentConflictError) as missing:
-        repository.pin(OWNER, document_record().document_id, "job-3", LATER)
+        repository.pin(job_pin(document_record().document_id, "job-3", check_at=LATER))
     assert missing.value.current is None
 
     repository.unpin(OWNER, ready.document_id, "job-1")
@@ -232,7 +234,7 @@ def test_pinned_documents_are_due_for_a_check_until_no_pin_is_left(repository: D
     ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
     repository.create(ready)
     shard = pin_shard(ready.document_id)
-    repository.pin(OWNER, ready.document_id, "job-1", LATER)
+    repository.pin(job_pin(ready.document_id, "job-1", check_at=LATER))
 
     assert repository.pins_due(shard, CREATED, 10) == []  # not due yet
     assert repository.pins_due(shard, LATER, 10) == [(OWNER, ready.document_id)]
@@ -244,6 +246,68 @@ def test_pinned_documents_are_due_for_a_check_until_no_pin_is_left(repository: D
     repository.reschedule_pin_check(OWNER, ready.document_id, due + timedelta(minutes=5))
     assert repository.pins_due(shard, due + timedelta(days=1), 10) == []  # no pin left: out of the index
     repository.reschedule_pin_check(OWNER, document_record().document_id, due)  # gone: nothing
+
+
+def test_a_pin_keeps_the_document_until_its_job_expires_never_less(repository: DocumentRepository) -> None:
+    """keptUntil (and the TTL) rise to the latest pinning job's expiry; an earlier one, or one
+    inside the retention, changes neither; an unpin leaves them."""
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    repository.create(ready)
+    inside = ready.expires_at - timedelta(days=1)
+    first, second = ready.expires_at + timedelta(days=10), ready.expires_at + timedelta(days=20)
+
+    repository.pin(job_pin(ready.document_id, "job-0", keep_until=inside))
+    assert repository.get(OWNER, ready.document_id).kept_until is None  # type: ignore[union-attr]
+    repository.pin(job_pin(ready.document_id, "job-1", keep_until=first))
+    repository.pin(job_pin(ready.document_id, "job-2", keep_until=second))
+    repository.pin(job_pin(ready.document_id, "job-1", keep_until=first))  # a retried submit
+    repository.unpin(OWNER, ready.document_id, "job-2")
+
+    stored = repository.get(OWNER, ready.document_id)
+    assert stored is not None
+    assert stored.pinned_by == {"job-0", "job-1"}
+    assert (stored.expires_at, stored.kept_until, stored.lives_until) == (ready.expires_at, second, second)
+
+
+def test_past_its_retention_a_document_takes_no_pin_but_is_kept_for_its_pins(
+    repository: DocumentRepository,
+) -> None:
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    repository.create(ready)
+    kept = ready.expires_at + timedelta(days=29)
+    repository.pin(
+        job_pin(ready.document_id, "job-1", now=ready.expires_at - timedelta(days=1), keep_until=kept)
+    )
+    past = ready.expires_at + timedelta(days=1)
+
+    with pytest.raises(DocumentConflictError) as refused:
+        repository.pin(job_pin(ready.document_id, "job-2", now=past, keep_until=past + timedelta(days=30)))
+    assert refused.value.current == repository.get(OWNER, ready.document_id)
+    assert [d.document_id for d in repository.list_page(OWNER, 10, None, past).items] == [ready.document_id]
+    assert repository.list_page(OWNER, 10, None, kept).items == []  # the pins' extension ended
+    repository.unpin(OWNER, ready.document_id, "job-1")
+    assert repository.list_page(OWNER, 10, None, past).items == []  # unpinned past its expiry: gone
+
+
+def test_the_items_ttl_is_the_later_of_its_expiry_and_its_pins(
+    documents: DocumentResources, moto_endpoint: str
+) -> None:
+    """What DynamoDB's TTL (and local mode's reaper) reads: never before the job's expiry."""
+    client = _client("dynamodb", moto_endpoint)
+    repository = DynamoDocumentRepository(client, documents.table)
+    ready = document_record(status=DocumentStatus.READY, upload=UPLOAD, ready=READY_FACTS)
+    repository.create(ready)
+    keep = ready.expires_at + timedelta(days=3, milliseconds=1)
+
+    def ttl() -> int:
+        item = client.get_item(TableName=documents.table, Key=document_key(OWNER, ready.document_id))["Item"]
+        return int(item[r.TTL_ATTRIBUTE]["N"])
+
+    assert ttl() == int(ready.expires_at.timestamp())
+    repository.pin(job_pin(ready.document_id, "job-1", keep_until=keep))
+    assert ttl() == int(keep.timestamp()) + 1  # rounded up: TTL never removes it before
+    repository.pin(job_pin(ready.document_id, "job-2", keep_until=keep - timedelta(days=1)))
+    assert ttl() == int(keep.timestamp()) + 1
 
 
 # --- the objects ---------------------------------------------------------------------------------

@@ -160,6 +160,29 @@ def test_a_pinned_document_is_in_use_and_kept(
     assert objects.originals
 
 
+def test_a_pinned_document_past_its_expiry_is_read_until_its_pins_end(
+    catalog: DocumentCatalog, repository: InMemoryDocumentRepository, clock: FakeClock
+) -> None:
+    """A pin kept it (DESIGN.md: "a pin extends it"): GET, the list and DELETE's 409 go on past
+    its expiresAt while the pin holds; the job's unpin makes it the expired document it is."""
+    document_id = catalog.create(OWNER, _request()).document_id
+    key = (OWNER.owner_key, document_id)
+    kept = CREATED + timedelta(days=59)
+    pinned = {"pinned_by": frozenset({"job-1"}), "kept_until": kept}
+    repository.documents[key] = repository.documents[key].model_copy(update=pinned)
+    clock.set(CREATED + timedelta(days=45))
+
+    assert catalog.get(OWNER, document_id).expires_at == CREATED + timedelta(days=30)
+    assert [d.document_id for d in catalog.list_page(OWNER, 10, None).items] == [document_id]
+    with pytest.raises(DocumentInUseError):
+        catalog.delete(OWNER, document_id)
+
+    repository.unpin(OWNER, document_id, "job-1")
+    with pytest.raises(DocumentNotFoundError):
+        catalog.get(OWNER, document_id)
+    assert catalog.list_page(OWNER, 10, None).items == []
+
+
 def test_the_list_pages_with_cursors_bound_to_the_caller(catalog: DocumentCatalog, clock: FakeClock) -> None:
     made = []
     for n in range(3):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from shared.documents.extraction import TextBudget
@@ -88,3 +90,24 @@ def test_a_text_budget_of_whitespace_is_no_text():
     with pytest.raises(DocumentRejectedError) as raised:
         budget.text()
     assert raised.value.code is RejectCode.DOCUMENT_HAS_NO_TEXT
+
+
+def test_a_document_takes_jobs_until_its_expiry_and_its_pins_keep_it_past_it():
+    document = document_record()
+    kept = document.expires_at + timedelta(days=20)
+    pinned = document.model_copy(update={"pinned_by": frozenset({"job-1"}), "kept_until": kept})
+    after = document.expires_at + timedelta(days=1)
+
+    assert document.takes_jobs(document.expires_at - timedelta(seconds=1))
+    assert not pinned.takes_jobs(document.expires_at)  # a pin keeps it, for its jobs only
+    assert (document.is_expired(after), pinned.is_expired(after), pinned.is_expired(kept)) == (
+        True,
+        False,
+        True,
+    )
+    assert pinned.lives_until == kept
+    # Unpinned, a kept document is gone in code at its expiry, whatever its TTL says.
+    assert pinned.model_copy(update={"pinned_by": frozenset()}).is_expired(after)
+    # A pin within the retention changes nothing.
+    early = document.model_copy(update={"kept_until": document.expires_at - timedelta(days=1)})
+    assert early.lives_until == document.expires_at

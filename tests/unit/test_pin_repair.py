@@ -11,7 +11,7 @@ from shared.documents.pin_repair import repair_pins
 from shared.documents.record import ReadyFacts, Upload
 from shared.documents.types import DocumentStatus
 from shared.lifecycle import JobStatus
-from tests.document_fakes import CREATED, OWNER, InMemoryDocumentRepository, document_record
+from tests.document_fakes import CREATED, OWNER, InMemoryDocumentRepository, document_record, job_pin
 from tests.fakes import InMemoryJobRepository, job_record
 
 GRACE = timedelta(minutes=15)
@@ -25,7 +25,7 @@ def _pinned(documents: InMemoryDocumentRepository, *job_ids: str) -> str:
     )
     documents.create(document)
     for job_id in job_ids:
-        documents.pin(OWNER, document.document_id, job_id, CREATED + GRACE)
+        documents.pin(job_pin(document.document_id, job_id, check_at=CREATED + GRACE))
     return document.document_id
 
 
@@ -59,3 +59,20 @@ def test_a_document_with_no_pin_left_leaves_the_index() -> None:
 
     assert _repair(documents, jobs, GRACE) == 0
     assert documents.pins_due(pin_shard(document_id), CREATED + timedelta(days=1), 10) == []
+
+
+def test_an_expired_job_loses_its_pin_though_ttl_has_not_removed_it() -> None:
+    """A job is gone at its expiresAt (the bound a pin keeps its document for): a pin it still
+    holds then is removed, whatever status its undeleted item shows."""
+    documents, jobs = InMemoryDocumentRepository(), InMemoryJobRepository()
+    expired = job_record(CREATED - timedelta(days=30), status=JobStatus.RUNNING)
+    running = job_record(CREATED, status=JobStatus.RUNNING)
+    for job in (expired, running):
+        jobs.jobs[job.job_id] = job
+    document_id = _pinned(documents, expired.job_id, running.job_id)
+
+    assert _repair(documents, jobs, GRACE) == 1
+
+    stored = documents.get(OWNER, document_id)
+    assert stored is not None
+    assert stored.pinned_by == {running.job_id}

@@ -1,14 +1,15 @@
 """Jobs on documents with in-memory ports: the input is exactly one of text and documentId; a
 foreign or missing document is 404, one not Ready is 409 (with Retry-After while it ingests); the
 text is planned as input.text would be; the document is pinned before the job is written, once
-per job, and the job records the text's SHA-256; a replay returns the same job."""
+per job, kept as long as the job can exist, and the job records the text's SHA-256; a replay
+returns the same job; past its retention a document takes no new job, even while pinned."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from functions.submit.dependencies import SubmitDependencies
 from functions.submit.service import SubmitOutcome, submit_job
 from shared.contract import SubmitRequest
+from shared.documents.ports import DocumentPin
 from shared.documents.record import ReadyFacts, Upload
 from shared.documents.types import ContentType, DocumentStatus
 from shared.errors import DocumentNotFoundError, DocumentNotReadyError
@@ -64,14 +66,17 @@ def deps(
 
 
 def _ready(
-    documents: InMemoryDocumentRepository, objects: InMemoryDocumentObjects, owner: Caller = ALICE
+    documents: InMemoryDocumentRepository,
+    objects: InMemoryDocumentObjects,
+    owner: Caller = ALICE,
+    created_at: datetime | None = None,
 ) -> str:
     text = TEXT.encode()
     sha256 = hashlib.sha256(text).hexdigest()
     document = document_record(
         owner,
         content_type=ContentType.MARKDOWN,
-        created_at=FakeClock().now(),
+        created_at=created_at or FakeClock().now(),
         status=DocumentStatus.READY,
         upload=Upload(etag="e", bytes=len(text)),
         ready=ReadyFacts(pages=None, bytes=len(text), text_bytes=len(text), sha256=sha256),
@@ -121,9 +126,9 @@ def test_the_pin_comes_before_the_job_is_written(
     seen: list[bool] = []
 
     class Watching(InMemoryDocumentRepository):
-        def pin(self, owner: Caller, document_id: str, job_id: str, check_at: datetime) -> None:
-            seen.append(repository.get_job(job_id) is None)
-            super().pin(owner, document_id, job_id, check_at)
+        def pin(self, pin: DocumentPin) -> None:
+            seen.append(repository.get_job(pin.job_id) is None)
+            super().pin(pin)
 
     watching = Watching()
     document_id = _ready(watching, objects)
@@ -187,3 +192,38 @@ def test_text_that_is_not_the_frozen_text_is_not_read(
 
     with pytest.raises(DocumentNotFoundError):
         _submit(deps, document_id)
+
+
+def test_the_pin_keeps_the_document_as_long_as_the_job_can_exist(
+    deps: SubmitDependencies, documents: InMemoryDocumentRepository, objects: InMemoryDocumentObjects
+) -> None:
+    """A document in the last day of its retention, pinned by a job: it lives on (its TTL) until
+    the job's own expiry, and reads past its expiresAt work while the pin holds."""
+    now = FakeClock().now()
+    document_id = _ready(documents, objects, created_at=now - timedelta(days=29))
+    original = documents.get(ALICE, document_id)
+    assert original is not None
+
+    job = _submit(deps, document_id).job
+
+    stored = documents.get(ALICE, document_id)
+    assert stored is not None
+    assert stored.expires_at == original.expires_at  # the retention end: no new job after it
+    assert stored.kept_until == job.expires_at
+    assert stored.lives_until == job.expires_at > original.expires_at
+    assert not stored.is_expired(original.expires_at + timedelta(days=10))
+    assert stored.is_expired(job.expires_at)
+
+
+def test_a_document_past_its_retention_takes_no_new_job_even_while_pinned(
+    deps: SubmitDependencies, documents: InMemoryDocumentRepository, objects: InMemoryDocumentObjects
+) -> None:
+    """Its pins keep it for the jobs already accepted; a new one would extend it past what the
+    bucket's lifecycle rule allows (retention + job retention from creation)."""
+    clock = FakeClock()
+    document_id = _ready(documents, objects, created_at=clock.now() - timedelta(days=29))
+    _submit(deps, document_id)
+    clock.advance(days=2)
+
+    with pytest.raises(DocumentNotFoundError):
+        _submit(dataclasses.replace(deps, clock=clock), document_id, key="later")

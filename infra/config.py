@@ -25,6 +25,8 @@ from shared.plan_parameters import (
     PlanParameters,
 )
 from shared.planner import check_plan_parameters
+from shared.resources import MAX_DELAY_SECONDS
+from shared.slots import SLOT_RETRY_JITTER
 
 # Fixed by the design rather than per stage (DESIGN.md, "Cost discipline" and "Delivery and execution").
 WORKER_BATCH_SIZE = 10
@@ -174,6 +176,11 @@ class StageConfig(BaseModel):
     # Fairness (DESIGN.md, "Fairness between tenants"): the running cap of tenants without their
     # own (`outlast ops tenants set`); 0: no cap, and nothing paid for slots at claim.
     max_running_per_tenant: int = Field(default=0, alias="maxRunningPerTenant", ge=0, le=10_000)
+    # A claim that finds every slot held defers the job by this, jittered 0.5-1.5x: at most 600,
+    # so the longest jittered delay is still one SQS can hold (900 s), never silently clipped.
+    slot_retry_seconds: float = Field(
+        default=5, alias="slotRetrySeconds", gt=0, le=MAX_DELAY_SECONDS / SLOT_RETRY_JITTER[1]
+    )
 
     # The worker.
     worker_timeout_seconds: int = Field(default=300, alias="workerTimeoutSeconds", ge=30)

@@ -197,6 +197,7 @@ def worker_environment(
             "backoff_base_seconds": config.backoff_base_seconds,
             "backoff_cap_seconds": config.backoff_cap_seconds,
             "release_margin_seconds": config.release_margin_seconds,
+            "slot_retry_seconds": config.slot_retry_seconds,
             "step_concurrency": config.step_concurrency,
             "input_retention_hours": config.input_retention_hours,
             "default_model": config.default_model,

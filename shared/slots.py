@@ -57,6 +57,17 @@ def take_any(slots: SlotStore, group: str, cap: int, lease: Lease, now: datetime
     return None
 
 
+# A deferral for want of a slot waits the stage's slotRetrySeconds times a factor drawn from this
+# range, so that the jobs deferred together do not all come back in the same second.
+SLOT_RETRY_JITTER = (0.5, 1.5)
+
+
+def slot_retry_delay(base_seconds: float, draw: float) -> int:
+    """The deferral's delay in whole seconds (at least 1): `base_seconds` jittered by `draw` in [0, 1)."""
+    low, high = SLOT_RETRY_JITTER
+    return max(1, round(base_seconds * (low + (high - low) * draw)))
+
+
 def effective_cap(configured: int | None, stage_default: int) -> int:
     """The cap a new job is submitted with: the tenant's own (0: none), else the stage's."""
     return configured if configured is not None else stage_default

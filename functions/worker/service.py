@@ -54,7 +54,7 @@ from shared.ports import (
 from shared.prompts import cache_key, template_for_version
 from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES, MAX_DELAY_SECONDS
 from shared.retention import end_input, input_expiry, input_needs_renewal
-from shared.slots import SlotLostError, take_any
+from shared.slots import SlotLostError, slot_retry_delay, take_any
 from shared.tiers import Tier, call_tier
 
 T = TypeVar("T")
@@ -185,7 +185,7 @@ class JobWorker:
         """Every running slot of the tenant is held: the job comes back later as a fresh delayed
         message (this one is deleted). Nothing is written and no attempt is charged: the job is
         still Pending and due, as it was."""
-        wait = max(1, round(self._settings.slot_retry_seconds * (0.5 + self._deps.random())))
+        wait = slot_retry_delay(self._settings.slot_retry_seconds, self._deps.random())
         metrics.add_metric(name="SlotDeferrals", unit="Count", value=1)
         logger.info(
             "deferred: every running slot of the tenant is held",

@@ -4,6 +4,7 @@ from pydantic import Field
 
 from shared import resources as r
 from shared.settings import JobPolicySettings, SlotStorageSettings
+from shared.slots import SLOT_RETRY_JITTER
 
 
 class WorkerSettings(JobPolicySettings, SlotStorageSettings):
@@ -37,5 +38,8 @@ class WorkerSettings(JobPolicySettings, SlotStorageSettings):
     stream_flush_bytes: int = Field(default=900, alias="STREAM_FLUSH_BYTES", ge=16, le=900)
     stream_flush_ms: int = Field(default=500, alias="STREAM_FLUSH_MS", ge=10, le=60_000)
     # A claim of a capped tenant's job that finds every running slot held defers it this long
-    # (jittered, shared.slots): a fresh delayed message, no attempt charged.
-    slot_retry_seconds: float = Field(default=5, alias="SLOT_RETRY_SECONDS", gt=0, le=900)
+    # (jittered, shared.slots): a fresh delayed message, no attempt charged. The stage's
+    # slotRetrySeconds; at most what SQS can delay once jittered.
+    slot_retry_seconds: float = Field(
+        default=5, alias="SLOT_RETRY_SECONDS", gt=0, le=r.MAX_DELAY_SECONDS / SLOT_RETRY_JITTER[1]
+    )

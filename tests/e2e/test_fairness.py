@@ -6,15 +6,12 @@ A tenant of this run's own, so nothing else on the shared stack is capped."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
-from typing import Any
 
 import pytest
 
-from shared.fairness import message_group
-from tests.support.cli import run as run_cli
+from tests.support.fairness import operator, slots_of
 from tests.support.local_stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -23,26 +20,13 @@ JOBS = 4
 TIMEOUT_SECONDS = 120
 
 
-def _operator(stack: RunningStack, *argv: str) -> tuple[int, Any]:
-    code, out, _ = run_cli("ops", *argv, "--local", "--port", str(stack.port), "--json")
-    return code, json.loads(out)
-
-
-def _slots_held(stack: RunningStack, tenant: str) -> int:
-    """The tenant's slot items in the slots table (held, or expired and not yet taken over)."""
-    dynamodb = stack.aws("dynamodb")
-    [table] = [name for name in dynamodb.list_tables()["TableNames"] if "SlotsTable" in name]
-    items = dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]
-    return sum(1 for item in items if item["pk"]["S"].startswith(message_group(tenant) + "#"))
-
-
 def test_a_tenant_capped_at_one_never_runs_two_and_every_deferred_job_succeeds_first_time(
     stack: RunningStack,
 ) -> None:
     # Given a tenant capped at one running job
     tenant = f"capped-{uuid.uuid4().hex[:8]}"
     token = stack.token(f"alice-{tenant}", tenant)
-    code, shown = _operator(stack, "tenants", "set", "--tenant", tenant, "--max-running", "1")
+    code, shown = operator(stack, "tenants", "set", "--tenant", tenant, "--max-running", "1")
     assert code == 0
     assert shown["tenant"]["maxRunning"] == 1
 
@@ -72,4 +56,4 @@ def test_a_tenant_capped_at_one_never_runs_two_and_every_deferred_job_succeeds_f
     assert [d["attempts"] for d in documents] == [1] * JOBS
     assert most_running == 1
     # And no slot is left held: each claim released its own
-    assert _slots_held(stack, tenant) == 0
+    assert slots_of(stack, tenant) == {}

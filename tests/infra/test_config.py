@@ -15,6 +15,21 @@ from infra.function_factory import application_log_level
 pytestmark = pytest.mark.infra
 
 
+# The worker's resource names, for its environment built without a synth.
+WORKER_NAMES = {
+    "jobs_table": "t",
+    "bucket": "b",
+    "jobs_queue_url": "q",
+    "dlq_url": "d",
+    "isolation_queue_url": "iq",
+    "isolation_queue_arn": "arn:aws:sqs:us-east-1:123456789012:iq",
+    "isolation_dlq_url": "id",
+    "openai_secret_arn": "s",
+    "output_events_table": "e",
+    "slots_table": "sl",
+}
+
+
 def _config(**context):
     return StageConfig.from_context(context.get)
 
@@ -52,6 +67,9 @@ def test_cli_strings_are_coerced():
         {"alarmEmail": "not an email"},
         {"idempotencyTtlHours": 48, "jobRetentionDays": 1},
         {"bundle": "sometimes"},
+        {"slotRetrySeconds": 0},
+        # jittered up to 1.5x, 601 s could ask SQS for a delay past its 900 s
+        {"slotRetrySeconds": 601},
         {"unknownKey": 1},
     ],
 )
@@ -71,22 +89,15 @@ def test_extracts_step_budget_is_checked_on_its_own():
 
 
 def test_openai_base_url_is_set_only_when_configured():
-    names = {
-        "jobs_table": "t",
-        "bucket": "b",
-        "jobs_queue_url": "q",
-        "dlq_url": "d",
-        "isolation_queue_url": "iq",
-        "isolation_queue_arn": "arn:aws:sqs:us-east-1:123456789012:iq",
-        "isolation_dlq_url": "id",
-        "openai_secret_arn": "s",
-        "output_events_table": "e",
-        "slots_table": "sl",
-    }
-
-    assert "OPENAI_BASE_URL" not in worker_environment(_config(), **names)
-    configured = worker_environment(_config(openAiBaseUrl="http://127.0.0.1:9000/v1"), **names)
+    assert "OPENAI_BASE_URL" not in worker_environment(_config(), **WORKER_NAMES)
+    configured = worker_environment(_config(openAiBaseUrl="http://127.0.0.1:9000/v1"), **WORKER_NAMES)
     assert configured["OPENAI_BASE_URL"] == "http://127.0.0.1:9000/v1"
+
+
+def test_slot_retry_seconds_reaches_the_worker_as_the_stage_sets_it():
+    assert worker_environment(_config(), **WORKER_NAMES)["SLOT_RETRY_SECONDS"] == "5"
+    assert worker_environment(_config(slotRetrySeconds="2.5"), **WORKER_NAMES)["SLOT_RETRY_SECONDS"] == "2.5"
+    assert worker_environment(_config(slotRetrySeconds="600"), **WORKER_NAMES)["SLOT_RETRY_SECONDS"] == "600"
 
 
 def test_every_context_key_is_documented():

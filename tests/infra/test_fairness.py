@@ -1,11 +1,13 @@
 """Fairness in the template: the running slots table (no stream, as the integration tests build
-it), the alarm on the jobs queue's noisy groups, and the outputs operators read."""
+it), the alarm on the jobs queue's noisy groups, the outputs operators read, and the worker's
+deferral delay from the stage's slotRetrySeconds."""
 
 from __future__ import annotations
 
 import pytest
 
-from infra.names import FAIRNESS, SLOTS_TABLE, Output, Runbook
+from infra.config import StageConfig
+from infra.names import FAIRNESS, SLOTS_TABLE, WORKER, Output, Runbook
 from tests.support.aws import slots_table_definition
 
 pytestmark = pytest.mark.infra
@@ -41,3 +43,12 @@ def test_operators_find_the_slots_table_and_the_stage_default_cap_in_the_outputs
 
     assert Output.SLOTS_TABLE_NAME in outputs
     assert outputs[Output.MAX_RUNNING_PER_TENANT]["Value"] == "0"
+
+
+def test_the_worker_defers_for_a_slot_by_the_stages_slot_retry_seconds(synthesized):
+    # The test stage leaves slotRetrySeconds unset: the worker gets the stage default, from synth
+    worker = synthesized.resources[synthesized.logical_id(WORKER, "WorkerFunction")]["Properties"]
+
+    assert worker["Environment"]["Variables"]["SLOT_RETRY_SECONDS"] == format(
+        StageConfig().slot_retry_seconds, "g"
+    )

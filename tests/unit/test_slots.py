@@ -1,5 +1,5 @@
 """Running slots, unit: the adapter's conditions as sent, the fake's under 30 concurrent claims,
-and the order claims try the slots in."""
+the order claims try the slots in, and the jittered delay of a deferral for want of one."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from shared.adapters.dynamodb_slots import DynamoSlotStore
 from shared.ports import Lease
-from shared.slots import SlotLostError, slot_order, take_any
+from shared.slots import SlotLostError, slot_order, slot_retry_delay, take_any
 from tests.slot_fakes import InMemorySlotStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -106,3 +106,12 @@ def test_claims_try_every_slot_once_from_a_random_one() -> None:
 
     assert sorted(order) == [0, 1, 2, 3, 4]
     assert list(order) == [(order[0] + k) % 5 for k in range(5)]
+
+
+@pytest.mark.parametrize(
+    ("base", "draw", "delay"),
+    [(5, 0.0, 2), (5, 0.5, 5), (5, 0.999, 7), (600, 0.9999, 900), (0.5, 0.0, 1)],
+)
+def test_a_deferral_waits_half_to_one_and_a_half_times_the_stages_delay_in_whole_seconds(base, draw, delay):
+    # 600 s is the most synth accepts: its longest jittered delay is SQS's longest, 900 s
+    assert slot_retry_delay(base, draw) == delay

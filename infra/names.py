@@ -72,6 +72,11 @@ CONSOLE_BRANDING = "Branding"
 CONSOLE_DEPLOYMENT = "Deployment"
 ALARM_TOPIC = "AlarmTopic"
 SWEEP_RULE = "Schedule"
+BATCH = "Batch"
+BATCHES_TABLE = "BatchesTable"
+BATCH_QUEUE = "Queue"
+BATCH_DLQ = "Dlq"
+BATCH_POLL_RULE = "PollSchedule"
 
 # The function factory names each function's constructs after it (`<Name>Function`, `<Name>Role`, ...).
 FUNCTION_SUFFIX = "Function"
@@ -101,6 +106,8 @@ class FunctionName(StrEnum):
     BUDGET = "budget"
     WS_FOLLOW = "ws_follow"
     OUTPUT_PUSHER = "output_pusher"
+    BATCHER = "batcher"
+    BATCH_POLLER = "batch_poller"
 
     @property
     def construct_id(self) -> str:
@@ -201,6 +208,9 @@ class Runbook(StrEnum):
     BUDGET_OVERRUNS = "budget-overruns"
     OUTPUT_PUSHER_ITERATOR_AGE = "output-pusher-iterator-age"
     OUTPUT_PUSHER_FAILURES = "output-pusher-failures"
+    BATCHER_DLQ_NOT_EMPTY = "batcher-dlq-not-empty"
+    BATCH_OVERDUE = "batch-overdue"
+    BATCH_FAILED = "batch-failed"
 
     @property
     def link(self) -> str:

@@ -12,6 +12,7 @@ from infra.config import BundleMode, StageConfig
 from infra.console_build import ConsoleBuildError, build_console, placeholder
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
+from infra.constructs.batch import Batch
 from infra.constructs.budgets import Budgets
 from infra.constructs.console import Console
 from infra.constructs.monitoring import Monitoring
@@ -26,6 +27,7 @@ from infra.function_factory import FunctionFactory
 from infra.names import (
     API,
     AUTH,
+    BATCH,
     BUDGETS,
     CONSOLE,
     MONITORING,
@@ -94,6 +96,9 @@ class OutlastStack(Stack):
         sweeper = Sweeper(
             self, SWEEPER, config=config, factory=factory, storage=storage, outbox=outbox, budgets=budgets
         )
+        batch = Batch(
+            self, BATCH, config=config, factory=factory, storage=storage, outbox=outbox, worker=worker
+        )
         api = Api(
             self,
             API,
@@ -114,6 +119,8 @@ class OutlastStack(Stack):
             FunctionName.RELAY: outbox.relay,
             FunctionName.WORKER: worker.function,
             FunctionName.SWEEPER: sweeper.function,
+            FunctionName.BATCHER: batch.batcher,
+            FunctionName.BATCH_POLLER: batch.poller,
             **realtime.functions,
             **streaming.functions,
             FunctionName.WEBHOOK_SENDER: webhooks.sender,
@@ -128,6 +135,7 @@ class OutlastStack(Stack):
             streaming=streaming,
             webhooks=webhooks,
             functions=functions,
+            alarms=batch.alarms,
         )
 
         outputs = {

@@ -17,7 +17,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What a template depends on: a change to any of these makes the cloud assembly stale.
 SOURCES = ("infra", "shared", "functions", "cdk.json", "pyproject.toml")
 # Local mode never bundles layers: the host's virtual environment stands in for them.
-LOCAL_CONTEXT: dict[str, Any] = {"bundle": "false"}
+LOCAL_CONTEXT: dict[str, Any] = {"bundle": "false", "batchWindowSeconds": "2"}
 STACK_TEMPLATE = f"{STACK_ID}.template.json"
 
 

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from infra.config import CapacityMode, StageConfig
 from infra.names import (
+    BATCH,
+    BATCHES_TABLE,
     BUDGETS,
     BUDGETS_TABLE,
     CONNECTIONS_TABLE,
@@ -33,6 +35,7 @@ TABLES = [
     (BUDGETS, BUDGETS_TABLE),
     (WEBHOOKS, WEBHOOKS_TABLE),
     (STREAMING, OUTPUT_EVENTS_TABLE),
+    (BATCH, BATCHES_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

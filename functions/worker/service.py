@@ -280,6 +280,10 @@ class JobWorker:
             ]
             if not calls:
                 return False
+            if len(done) > job.completed_steps:
+                # The last batch's checkpoints, shown as progress (a write the pushes follow).
+                usage = add_usage(*(output.usage for output in done.values()), job.extra_usage)
+                await self._record_progress(run, len(done), usage, job.extra_usage)
         batch_calls = [
             BatchCall(
                 job_id=job.job_id,

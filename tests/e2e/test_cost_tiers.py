@@ -121,6 +121,30 @@ def test_a_batch_job_waits_on_the_providers_batch_then_succeeds(tiers_stack: Run
     assert result.body["output"]
 
 
+def test_a_long_batch_document_goes_through_batch_after_batch(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("long-batch-user"))
+    paragraph = "The archive holds minutes, ledgers and letters from each branch office. "
+    text = unique("Archive.") + " " + paragraph * 600  # several map steps, then their reduce
+    answer = tiers_stack.submit(token, summarize(text, model=FLEX_MODEL, tier="batch"))
+    assert answer.status == 202, answer.raw
+    job_id = answer.body["jobId"]
+
+    wait_for(tiers_stack, job_id, token, lambda doc: doc.get("waitingFor") == "provider_batch")
+    moved = wait_for(
+        tiers_stack,
+        job_id,
+        token,
+        lambda doc: doc["progress"]["completedSteps"] > 0 or doc["status"] in {"Succeeded", "Failed"},
+        90,
+    )
+    document = tiers_stack.wait_terminal(job_id, token, 120)
+
+    assert document["status"] == "Succeeded", document
+    assert moved["progress"]["completedSteps"] > 0, moved
+    assert document["progress"]["totalSteps"] > 2
+    assert document["usage"]["tiers"] == ["batch"]
+
+
 def test_an_expired_batch_falls_back_and_succeeds(tiers_stack: RunningStack) -> None:
     token = tiers_stack.token(unique("expired-user"))
     text = unique("[[fault:batch_expired]] The batch never reaches this one.")

@@ -27,6 +27,7 @@ from shared.ports import Lane, Transition
 from shared.tiers import Tier
 from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
 from tests.support.worker_world import World
+from tests.unit.test_worker_flex import long_job
 
 
 @pytest.fixture
@@ -206,3 +207,38 @@ def test_a_stream_with_tier_batch_is_refused() -> None:
         SubmitRequest.model_validate(
             {"operation": "summarize", "input": {"text": "x"}, "options": {"tier": "batch", "stream": True}}
         )
+
+
+def test_a_long_document_goes_batch_by_batch_and_ends_with_its_final_output(
+    world: World, batch: Batch
+) -> None:
+    job = long_job(world, Tier.BATCH)
+    rounds = 0
+    seen_progress: list[int] = []
+    while world.current(job).status is not JobStatus.SUCCEEDED:
+        rounds += 1
+        assert rounds <= job.total_steps, "the job must move on with every batch"
+        world.deliver(job) if rounds == 1 else batch.redeliver(job)
+        if world.current(job).status is JobStatus.SUCCEEDED:
+            break
+        waiting = world.current(job)
+        assert waiting.waiting_for == "provider_batch"
+        seen_progress.append(waiting.completed_steps)
+        [batch_id] = batch.run_batcher()
+        calls = batch.store.batches[batch_id].calls
+        assert all(not call.final for call in calls)  # each answer is a step's checkpoint
+        batch.api.finish(
+            batch_id, "completed", {call.custom_id: f"Summary of {call.step_id}." for call in calls}
+        )
+        poll(batch.poller)
+
+    done = world.current(job)
+    assert rounds >= 2  # the map steps in one batch, the reduce after them in the next
+    assert seen_progress[0] == 0
+    assert seen_progress[1] > 0  # the first batch's checkpoints show as progress
+    progress = done.status_document().progress
+    assert progress.completed_steps == progress.total_steps
+    assert world.provider.calls == []
+    assert done.usage is not None
+    assert done.usage.tiers == frozenset({Tier.BATCH})
+    assert done.attempts == 1

@@ -178,6 +178,7 @@ class Output(StrEnum):
     WEBHOOKS_QUEUE_URL = "WebhooksQueueUrl"
     WEBHOOKS_DLQ_URL = "WebhooksDlqUrl"
     BUDGETS_TABLE_NAME = "BudgetsTableName"
+    BATCHES_TABLE_NAME = "BatchesTableName"
     OUTPUT_EVENTS_TABLE_NAME = "OutputEventsTableName"
     DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
     DISPATCH_GRACE_SECONDS = "DispatchGraceSeconds"

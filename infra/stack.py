@@ -194,6 +194,10 @@ class OutlastStack(Stack):
                 webhooks.dead_letter_queue.queue_url,
                 "Webhooks DLQ: `outlast ops webhooks deliveries`, `ops webhooks redrive`",
             ),
+            Output.BATCHES_TABLE_NAME: (
+                batch.table.table_name,
+                "Open provider batches of batch-tier jobs (`outlast ops batches list`)",
+            ),
             Output.BUDGETS_TABLE_NAME: (
                 budgets.table.table_name,
                 "Token budgets: tenants' limits, monthly counters, open reservations (`outlast ops budgets`)",

@@ -267,4 +267,8 @@ def test_token_section_prices_the_reference_workload_per_tier(report: tuple[dict
     assert 0 < flex["tokenUsdPer1000Jobs"] < standard["tokenUsdPer1000Jobs"]
     assert flex["tokenUsdPer1000Jobs"] <= flex["tokenUsdPer1000JobsWithoutCache"]
     assert flex["waitGbSecondsPerJob"] > standard["waitGbSecondsPerJob"] > 0
+    # and batch at most half of standard's token dollars and 5% of its model-wait GB-seconds (issue 28)
+    batch = rows[("gpt-5-mini", "batch")]
+    assert batch["tokenUsdPer1000Jobs"] <= 0.5 * standard["tokenUsdPer1000Jobs"] + 0.0001  # 4 places
+    assert batch["waitGbSecondsPerJob"] <= 0.05 * standard["waitGbSecondsPerJob"]
     assert "## The token bill" in markdown

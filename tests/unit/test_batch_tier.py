@@ -26,6 +26,7 @@ from shared.lifecycle import JobStatus
 from shared.ports import Lane, Transition
 from shared.tiers import Tier
 from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
+from tests.fakes import InMemoryJobRepository
 from tests.support.worker_world import World
 from tests.unit.test_worker_flex import long_job
 
@@ -242,3 +243,43 @@ def test_a_long_document_goes_batch_by_batch_and_ends_with_its_final_output(
     assert done.usage is not None
     assert done.usage.tiers == frozenset({Tier.BATCH})
     assert done.attempts == 1
+
+
+class CrashOnHandBack(InMemoryJobRepository):
+    """A poller that dies right after writing the answers, before the job's hand-back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crash = True
+
+    def transition(self, transition: Transition) -> JobRecord:
+        if self.crash and transition.target is JobStatus.PENDING and transition.batch_fallback is False:
+            self.crash = False
+            raise RuntimeError("the poller's invocation died")
+        return super().transition(transition)
+
+
+def test_a_poller_that_dies_midway_loses_nothing_and_pays_nothing_twice() -> None:
+    repository = CrashOnHandBack()
+    world = World(repository=repository)
+    try:
+        batch = Batch(world)
+        job = world.job(tier=Tier.BATCH)
+        world.deliver(job)
+        [batch_id] = batch.run_batcher()
+        [call] = batch.store.batches[batch_id].calls
+        batch.api.finish(batch_id, "completed", {call.custom_id: "Kept once."})
+
+        with pytest.raises(RuntimeError):
+            poll(batch.poller)
+        assert batch_id in batch.store.batches  # still open: the next run sees it through
+        poll(batch.poller)
+
+        batch.redeliver(job)
+        done = world.current(job)
+        assert done.status is JobStatus.SUCCEEDED
+        assert world.provider.calls == []
+        assert done.usage is not None
+        assert done.usage.input_tokens == 10  # the batch's answer, counted once
+    finally:
+        world.close()

@@ -28,6 +28,7 @@ from shared.tiers import Tier
 from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
 from tests.fakes import InMemoryJobRepository
 from tests.support.worker_world import World
+from tests.unit.test_extract_worker import VALID, extract_job
 from tests.unit.test_worker_flex import long_job
 
 
@@ -283,3 +284,27 @@ def test_a_poller_that_dies_midway_loses_nothing_and_pays_nothing_twice() -> Non
         assert done.usage.input_tokens == 10  # the batch's answer, counted once
     finally:
         world.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [('{"vendor": "Acme", "total": 12.5}', True), ('{"vendor": "Acme"}', False), ("not json", False)],
+)
+def test_an_extract_answer_is_kept_only_when_it_matches_its_schema(
+    world: World, batch: Batch, answer: str, kept: bool
+) -> None:
+    job = extract_job(world, tier=Tier.BATCH)
+    world.provider.text = VALID  # the flex call a refused answer falls back to
+    world.deliver(job)
+    [call] = world.batcher.calls
+    assert call.structured
+    [batch_id] = batch.run_batcher()
+
+    batch.api.finish(batch_id, "completed", {call.custom_id: answer})
+    poll(batch.poller)
+    batch.redeliver(job)
+
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert done.batch_fallback is not kept
+    assert len(world.provider.calls) == (0 if kept else 1)  # an answer off its schema is asked again

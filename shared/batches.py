@@ -8,8 +8,6 @@ claim's attempt) and creates the batch; the poller reads each ended batch's line
 they answer (`answer_of`), writes the answers as checkpoints, and hands each job back.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -49,7 +47,7 @@ class BatchCall(BaseModel):
         """The line's name in the batch: job, step and attempt (none holds ':')."""
         return _SEPARATOR.join((self.job_id, self.step_id, str(self.attempt)))
 
-    def without_body(self) -> BatchCall:
+    def without_body(self) -> "BatchCall":
         """What the open batch keeps of the call (the provider holds the request)."""
         return self.model_copy(update={"body": {}})
 

@@ -107,8 +107,8 @@ def test_cost_prices_provisioned_capacity_beside_on_demand(report: tuple[dict[st
     }
     dynamo = provisioned["dynamodbUsdPerMillionJobs"]
     assert 0 < dynamo["provisioned"] < dynamo["onDemand"]
-    # And the idle floor of provisioned capacity is stated (6 scaled tables and 4 indexes)
-    assert provisioned["fixedMonthly"]["scaledResources"] == 10
+    # And the idle floor of provisioned capacity is stated (7 scaled tables and 4 indexes)
+    assert provisioned["fixedMonthly"]["scaledResources"] == 11
     assert _positive(provisioned["fixedMonthly"]["totalUsdPerMonth"])
     assert "Provisioned capacity (`billingMode=provisioned`)" in markdown
 
@@ -203,7 +203,16 @@ def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(
     assert set(logs["systemLogLevels"].values()) == {"WARN"}
     assert logs["platformBytesPerJob"] == 0
     # And only the traced functions' invocations are traces (the API functions do not trace)
-    assert logs["traced"] == ["notifier", "output_pusher", "relay", "sweeper", "webhook_sender", "worker"]
+    assert logs["traced"] == [
+        "batch_poller",
+        "batcher",
+        "notifier",
+        "output_pusher",
+        "relay",
+        "sweeper",
+        "webhook_sender",
+        "worker",
+    ]
     (xray,) = [ln for ln in document["cost"]["designs"]["httpApi"]["lines"] if ln["service"] == "X-Ray"]
     traced = sum(count for name, count in per_job["invocations"].items() if name in logs["traced"])
     assert xray["quantityPerJob"] == pytest.approx(round(traced * 0.05, 4), abs=0.01)

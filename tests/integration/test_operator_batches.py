@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-import boto3
 import pytest
 
-from shared import resources as r
 from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
 from shared.batches import BatchCall, OpenBatch
 from tests.integration.test_operator_dlq import World, create_world
 from tests.support import jobs
-from tests.support.aws import REGION
+from tests.support.aws import create_batches_table
 
 if TYPE_CHECKING:
     from tests.support.aws import TestResources
@@ -25,14 +22,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def table(moto_endpoint: str) -> str:
-    name = f"batches-{uuid.uuid4().hex[:8]}"
-    boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name=REGION).create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": r.BATCHES_PARTITION_KEY, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": r.BATCHES_PARTITION_KEY, "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
+    return create_batches_table(moto_endpoint)
 
 
 @pytest.fixture

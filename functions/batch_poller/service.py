@@ -41,6 +41,7 @@ class PollReport:
     handed_back: int = 0
     overdue: int = 0  # open past the completion window
     failed: int = 0  # ended failed or expired
+    errors: int = 0  # batches this run could not look at (the next run tries again)
 
 
 def poll(deps: BatchPollerDependencies) -> PollReport:
@@ -48,17 +49,24 @@ def poll(deps: BatchPollerDependencies) -> PollReport:
     report = PollReport()
     for batch in deps.batches.list_open(deps.settings.max_batches_per_run):
         report.open += 1
-        now = deps.clock.now()
-        report.overdue += batch.overdue(now)
-        provider = deps.api().retrieve(batch.batch_id)
-        if provider.ended:
-            report.ended += 1
-            report.failed += provider.status in (BatchStatus.FAILED, BatchStatus.EXPIRED)
-            report.handed_back += _see_through(deps, batch, provider)
-            deps.batches.delete(batch.batch_id)
-        else:
-            _honour_cancels(deps, batch, provider)
+        report.overdue += batch.overdue(deps.clock.now())
+        try:
+            _look_at(deps, batch, report)
+        except Exception:  # noqa: BLE001 - logged; one batch must not hold up the others
+            logger.exception("the poller could not see a batch through", extra={"batch_id": batch.batch_id})
+            report.errors += 1
     return report
+
+
+def _look_at(deps: BatchPollerDependencies, batch: OpenBatch, report: PollReport) -> None:
+    provider = deps.api().retrieve(batch.batch_id)
+    if provider.ended:
+        report.ended += 1
+        report.failed += provider.status in (BatchStatus.FAILED, BatchStatus.EXPIRED)
+        report.handed_back += _see_through(deps, batch, provider)
+        deps.batches.delete(batch.batch_id)  # last: a run that died before it is repeated
+    else:
+        _honour_cancels(deps, batch, provider)
 
 
 def _waiting(deps: BatchPollerDependencies, batch: OpenBatch) -> dict[str, JobRecord]:
@@ -77,7 +85,8 @@ def _honour_cancels(deps: BatchPollerDependencies, batch: OpenBatch, provider: P
     for job in waiting.values():
         if job.status is JobStatus.CANCELLATION_REQUESTED:
             _cancel(deps, job)
-    if all(job.status is JobStatus.CANCELLATION_REQUESTED for job in waiting.values()):
+    nobody_waits = all(job.status is JobStatus.CANCELLATION_REQUESTED for job in waiting.values())
+    if nobody_waits and provider.status != "cancelling":
         # Nobody waits on it any more: stop the provider's work (what it answered so far is billed).
         deps.api().cancel(provider.batch_id)
         logger.info("batch cancelled: no job waits on it", extra={"batch_id": provider.batch_id})

@@ -163,12 +163,16 @@ class StageConfig(BaseModel):
     default_model: str = Field(default="gpt-4o-mini", alias="defaultModel", min_length=1)
     allowed_models: CsvTuple = Field(default=("gpt-4o-mini",), alias="allowedModels", min_length=1)
     # Tiers jobs may ask for (DESIGN.md, "Cost tiers"), each only for the models the price table
-    # (docs/model-prices.json) prices at it. batch arrives with its batcher.
-    allowed_tiers: CsvTuple = Field(default=("standard", "flex"), alias="allowedTiers", min_length=1)
+    # (docs/model-prices.json) prices at it.
+    allowed_tiers: CsvTuple = Field(default=("standard", "flex", "batch"), alias="allowedTiers", min_length=1)
     # A flex call may queue at the provider: its own, longer timeout, which synth fits in the worker's.
     flex_timeout_seconds: float = Field(default=240, alias="flexTimeoutSeconds", gt=0, le=900)
     # A flex job still refused ("resource unavailable") this long after submit runs at standard.
     flex_fallback_seconds: int = Field(default=3600, alias="flexFallbackSeconds", ge=0, le=7 * 86_400)
+    # The batch tier (DESIGN.md, "Cost tiers"): how long the batcher's queue gathers calls into one
+    # invocation (so into one provider batch per model), and how often the poller looks at open batches.
+    batch_window_seconds: int = Field(default=60, alias="batchWindowSeconds", ge=1, le=300)
+    batch_poll_schedule: str = Field(default="rate(1 minute)", alias="batchPollSchedule", min_length=1)
     openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
     # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own
     # (`outlast ops budgets set`); 0: no limit, and no budget writes for them.
@@ -330,8 +334,8 @@ class StageConfig(BaseModel):
                     "flexTimeoutSeconds + releaseMarginSeconds must be below workerTimeoutSeconds",
                 ),
                 (
-                    not set(self.allowed_tiers) <= {"standard", "flex"},
-                    "allowedTiers may hold standard and flex (batch is not available yet)",
+                    not set(self.allowed_tiers) <= {"standard", "flex", "batch"},
+                    "allowedTiers may hold standard, flex and batch",
                 ),
                 (self.heartbeat_seconds >= self.lease_seconds, "heartbeatSeconds must be below leaseSeconds"),
                 (

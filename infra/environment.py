@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from functions.batch_poller.settings import BatchPollerSettings
+from functions.batcher.settings import BatcherSettings
 from functions.budget.settings import BudgetApiSettings
 from functions.documents.settings import DocumentsApiSettings
 from functions.ingest.settings import IngestSettings
@@ -359,6 +361,22 @@ def documents_environment(
     )
 
 
+def batcher_environment(
+    config: StageConfig, *, jobs_table: str, batches_table: str, openai_secret_arn: str
+) -> dict[str, str]:
+    """The batcher: the jobs it records batches on, the open batches, the provider."""
+    return settings_environment(
+        BatcherSettings,
+        {
+            "jobs_table": jobs_table,
+            "batches_table": batches_table,
+            "openai_secret": openai_secret_arn,
+            "openai_base_url": config.openai_base_url,
+            "provider_timeout_seconds": config.provider_timeout_seconds,
+        },
+    )
+
+
 def ingest_environment(
     config: StageConfig, *, documents_table: str, documents_bucket: str, dlq_url: str
 ) -> dict[str, str]:
@@ -370,5 +388,33 @@ def ingest_environment(
             "documents_bucket": documents_bucket,
             "dlq_url": dlq_url,
             **_document_limits(config),
+        },
+    )
+
+
+def batch_poller_environment(
+    config: StageConfig,
+    *,
+    jobs_table: str,
+    bucket: str,
+    jobs_queue_url: str,
+    isolation_queue_url: str,
+    batches_table: str,
+    openai_secret_arn: str,
+) -> dict[str, str]:
+    """The batch poller: the jobs and payloads it writes, the queues it hands jobs back to, the
+    open batches, the provider."""
+    return settings_environment(
+        BatchPollerSettings,
+        {
+            "jobs_table": jobs_table,
+            "payload_bucket": bucket,
+            "jobs_queue_url": jobs_queue_url,
+            "isolation_queue_url": isolation_queue_url,
+            "batches_table": batches_table,
+            "openai_secret": openai_secret_arn,
+            "openai_base_url": config.openai_base_url,
+            "provider_timeout_seconds": config.provider_timeout_seconds,
+            "input_retention_hours": config.input_retention_hours,
         },
     )

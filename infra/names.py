@@ -79,6 +79,11 @@ CONSOLE_BRANDING = "Branding"
 CONSOLE_DEPLOYMENT = "Deployment"
 ALARM_TOPIC = "AlarmTopic"
 SWEEP_RULE = "Schedule"
+BATCH = "Batch"
+BATCHES_TABLE = "BatchesTable"
+BATCH_QUEUE = "Queue"
+BATCH_DLQ = "Dlq"
+BATCH_POLL_RULE = "PollSchedule"
 
 # The function factory names each function's constructs after it (`<Name>Function`, `<Name>Role`, ...).
 FUNCTION_SUFFIX = "Function"
@@ -110,6 +115,8 @@ class FunctionName(StrEnum):
     OUTPUT_PUSHER = "output_pusher"
     DOCUMENTS = "documents"
     INGEST = "ingest"
+    BATCHER = "batcher"
+    BATCH_POLLER = "batch_poller"
 
     @property
     def construct_id(self) -> str:
@@ -186,6 +193,7 @@ class Output(StrEnum):
     BUDGETS_TABLE_NAME = "BudgetsTableName"
     SLOTS_TABLE_NAME = "SlotsTableName"
     MAX_RUNNING_PER_TENANT = "MaxRunningPerTenant"
+    BATCHES_TABLE_NAME = "BatchesTableName"
     OUTPUT_EVENTS_TABLE_NAME = "OutputEventsTableName"
     DEFAULT_MONTHLY_TOKENS = "DefaultMonthlyTokens"
     DISPATCH_GRACE_SECONDS = "DispatchGraceSeconds"
@@ -223,6 +231,9 @@ class Runbook(StrEnum):
     INGEST_DLQ_NOT_EMPTY = "ingest-dlq-not-empty"
     INGEST_OLDEST_MESSAGE_AGE = "ingest-oldest-message-age"
     NOISY_TENANTS = "noisy-tenants"
+    BATCHER_DLQ_NOT_EMPTY = "batcher-dlq-not-empty"
+    BATCH_OVERDUE = "batch-overdue"
+    BATCH_FAILED = "batch-failed"
 
     @property
     def link(self) -> str:

@@ -12,6 +12,7 @@ from infra.config import BundleMode, StageConfig
 from infra.console_build import ConsoleBuildError, build_console, placeholder
 from infra.constructs.api import Api
 from infra.constructs.auth import Auth
+from infra.constructs.batch import Batch
 from infra.constructs.budgets import Budgets
 from infra.constructs.console import Console
 from infra.constructs.documents import Documents
@@ -28,6 +29,7 @@ from infra.function_factory import FunctionFactory
 from infra.names import (
     API,
     AUTH,
+    BATCH,
     BUDGETS,
     CONSOLE,
     DOCUMENTS,
@@ -116,6 +118,9 @@ class OutlastStack(Stack):
             documents=documents,
             fairness=fairness,
         )
+        batch = Batch(
+            self, BATCH, config=config, factory=factory, storage=storage, outbox=outbox, worker=worker
+        )
         api = Api(
             self,
             API,
@@ -148,6 +153,8 @@ class OutlastStack(Stack):
             FunctionName.RELAY: outbox.relay,
             FunctionName.WORKER: worker.function,
             FunctionName.SWEEPER: sweeper.function,
+            FunctionName.BATCHER: batch.batcher,
+            FunctionName.BATCH_POLLER: batch.poller,
             **realtime.functions,
             **streaming.functions,
             FunctionName.WEBHOOK_SENDER: webhooks.sender,
@@ -164,6 +171,7 @@ class OutlastStack(Stack):
             webhooks=webhooks,
             documents=documents,
             functions=functions,
+            alarms=batch.alarms,
         )
 
         outputs = {
@@ -221,6 +229,10 @@ class OutlastStack(Stack):
             Output.WEBHOOKS_DLQ_URL: (
                 webhooks.dead_letter_queue.queue_url,
                 "Webhooks DLQ: `outlast ops webhooks deliveries`, `ops webhooks redrive`",
+            ),
+            Output.BATCHES_TABLE_NAME: (
+                batch.table.table_name,
+                "Open provider batches of batch-tier jobs (`outlast ops batches list`)",
             ),
             Output.BUDGETS_TABLE_NAME: (
                 budgets.table.table_name,

@@ -230,8 +230,11 @@ class SubmitRequest(StrictRequestModel):
                 "options.stream is for {operations}",
                 {"operations": ", ".join(sorted(op.value for op in STREAMING_OPERATIONS))},
             )
-        # The batch tier refuses streaming here too, once options.tier exists (DESIGN.md,
-        # "Streaming output": with tier "batch", 400): a batch answer arrives whole, hours later.
+        # A batch answer arrives whole, hours later: nothing to stream (DESIGN.md, "Streaming output").
+        if self.stream and self.tier is Tier.BATCH:
+            raise PydanticCustomError(
+                "stream_not_supported", "options.stream is not available with tier batch"
+            )
         return self
 
     @property
@@ -338,6 +341,13 @@ class StatusDocument(ResponseModel):
     stream: bool = Field(
         default=False,
         description="The output is streamed as it is written: GET /v1/jobs/{id}/output, or follow the job.",
+    )
+    waiting_for: Literal["provider_batch"] | None = Field(
+        default=None,
+        description=(
+            "What a Running job waits on while no worker holds it: `provider_batch` while its calls "
+            "are in the provider's Batch API (tier `batch`); null otherwise."
+        ),
     )
 
 

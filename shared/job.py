@@ -121,6 +121,9 @@ class JobSummary(BaseModel):
     budget: BudgetHold | None = None
     # The client asked for the output as it is written (options.stream, DESIGN.md "Streaming output").
     stream: bool = False
+    # What a Running job waits on when no worker holds it: "provider_batch" while its calls are in a
+    # provider batch (DESIGN.md, "Cost tiers"); None otherwise.
+    waiting_for: Literal["provider_batch"] | None = None
 
     def reserved_tokens(self, settled: bool | None = None) -> int | None:
         """The tokens the run still holds: all of its reservation until it is settled.
@@ -164,6 +167,7 @@ class JobSummary(BaseModel):
             usage=self.usage.document() if self.usage else None,
             reserved_tokens=self.reserved_tokens(settled),
             stream=self.stream,
+            waiting_for=self.waiting_for,
         )
 
 
@@ -218,6 +222,10 @@ class JobRecord(JobSummary):
     slot: int | None = None
     # The tier the client asked for (options.tier): its calls go out at it until flex falls back.
     tier: Tier = Tier.STANDARD
+    # A batch job: the provider batch its ready calls are in (set by the batcher), and whether a
+    # batch of it expired or failed, so its later calls run as a flex job's (shared.tiers).
+    batch_id: str | None = None
+    batch_fallback: bool = False
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

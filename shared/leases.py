@@ -37,6 +37,10 @@ def expired_lease_outcome(job: JobRecord, max_crashes: int) -> ExpiredLeaseOutco
     if job.status is JobStatus.CANCELLATION_REQUESTED:
         # The caller asked to stop; whatever killed the worker, the job ends now.
         return ExpiredLeaseOutcome(JobStatus.CANCELED)
+    if job.waiting_for is not None:
+        # A batch hold that lapsed (its batch never made, or never seen through): no worker held
+        # the job, so nothing crashed (DESIGN.md, "Cost tiers"); it is handed back as it stands.
+        return ExpiredLeaseOutcome(JobStatus.PENDING, refund_stall=True)
     if not job.solo:
         return ExpiredLeaseOutcome(JobStatus.PENDING, isolate=True, refund_stall=True)
     if job.crashes + 1 >= max_crashes:

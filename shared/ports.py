@@ -106,6 +106,8 @@ class Transition:
     # An operator redrive starts a new run: its budget hold replaces the last run's (None: the
     # new run holds nothing, its tenant has no limit or its input is gone).
     budget: BudgetHold | None = None
+    # A batch job's batch expired or failed: its later calls run as a flex job's (shared.tiers).
+    batch_fallback: bool = False
     # Only while the job is still in the run this many redrives in (the run a reservation was
     # made after: a redrive that raced another one must not carry a hold made for a stale run).
     require_redrive_count: int | None = None
@@ -197,6 +199,15 @@ class JobRepository(Protocol):
 
         The job comes back as written, so the holder sees a CancellationRequested at once.
         """
+        ...
+
+    def hold_for_batch(self, job_id: str, hold: Lease) -> JobRecord:
+        """A heartbeat's condition: the claim's lease becomes the batch hold (its expiry the batch's
+        plus a grace) and the job shows `waitingFor: provider_batch` (DESIGN.md, "Cost tiers")."""
+        ...
+
+    def record_batch(self, job_id: str, hold_token: str, batch_id: str) -> JobRecord:
+        """While the hold is the job's: the provider batch its calls are in."""
         ...
 
     def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:

@@ -16,6 +16,8 @@ ENV_DLQ_URL = "JOBS_DLQ_URL"
 ENV_ISOLATION_QUEUE_URL = "ISOLATION_QUEUE_URL"
 ENV_ISOLATION_QUEUE_ARN = "ISOLATION_QUEUE_ARN"
 ENV_ISOLATION_DLQ_URL = "ISOLATION_DLQ_URL"
+ENV_BATCH_QUEUE_URL = "BATCH_QUEUE_URL"
+ENV_BATCHES_TABLE = "BATCHES_TABLE"
 ENV_OPENAI_SECRET = "OPENAI_SECRET_ARN"  # noqa: S105 - the name of a variable, not a secret
 
 # Jobs table: the job item, its input and its result share a partition.
@@ -143,5 +145,7 @@ DOCUMENTS_PIN_SHARDS = 4
 # numbers), whose stream feeds the output pusher; not the jobs table, whose stream already has
 # its two readers (the relay and the notifier). Events live one input retention after their write.
 ENV_OUTPUT_EVENTS_TABLE = "OUTPUT_EVENTS_TABLE_NAME"
+# Open provider batches (DESIGN.md, "Cost tiers"): one item per batch until the poller saw it through.
+BATCHES_PARTITION_KEY = "pk"  # the provider's batch id
 OUTPUT_EVENTS_PARTITION_KEY = "pk"
 OUTPUT_EVENTS_SORT_KEY = "sk"

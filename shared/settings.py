@@ -51,6 +51,16 @@ class SlotStorageSettings(EnvSettings):
     slots_table: str = Field(alias=r.ENV_SLOTS_TABLE, min_length=1)
 
 
+class BatchProviderSettings(EnvSettings):
+    """The batch tier's functions (the batcher, the poller): the open batches and the provider."""
+
+    batches_table: str = Field(alias=r.ENV_BATCHES_TABLE, min_length=1)
+    openai_secret: str = Field(alias=r.ENV_OPENAI_SECRET, min_length=1)
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    secret_max_age_seconds: int = Field(default=300, alias="SECRET_MAX_AGE_SECONDS", ge=0, le=3600)
+    provider_timeout_seconds: float = Field(default=120, alias="PROVIDER_TIMEOUT_SECONDS", gt=0, le=900)
+
+
 class BudgetPolicySettings(BudgetStorageSettings):
     """The stage's monthly token limit for tenants without one of their own (0: no limit)."""
 

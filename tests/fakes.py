@@ -190,6 +190,25 @@ class InMemoryJobRepository:
         self.writes.append("heartbeat")
         return written
 
+    def hold_for_batch(self, job_id: str, hold: Lease) -> JobRecord:
+        """A heartbeat's condition; the expiry moves to the hold's and waitingFor is set (as progress)."""
+        current = self.jobs.get(job_id)
+        if current is None or current.status not in _LEASE_STATUSES or current.lease_token != hold.token:
+            raise TransitionConflictError(current)
+        changes = {"lease_expires_at": hold.expires_at, "waiting_for": "provider_batch"}
+        written = self._written(current.model_copy(update=changes), "progress")
+        self.writes.append("hold_for_batch")
+        return written
+
+    def record_batch(self, job_id: str, hold_token: str, batch_id: str) -> JobRecord:
+        """`status IN (Running, CancellationRequested) AND leaseToken = :hold`; sets batchId."""
+        current = self.jobs.get(job_id)
+        if current is None or current.status not in _LEASE_STATUSES or current.lease_token != hold_token:
+            raise TransitionConflictError(current)
+        written = self._written(current.model_copy(update={"batch_id": batch_id}), "heartbeat")
+        self.writes.append("record_batch")
+        return written
+
     def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
         """A heartbeat's condition; outputAttempt + 1 (written as a heartbeat)."""
         current = self.jobs.get(job_id)
@@ -325,27 +344,30 @@ def _lease_accounting(job: JobRecord, t: Transition) -> dict[str, Any]:
     return changes
 
 
+# Fields a transition sets when it names them (a capped claim's slot among them).
+_SET_WHEN_GIVEN = (
+    "slot",
+    "dispatch_at",
+    "cancel_requested_at",
+    "error",
+    "result_location",
+    "result_body",
+    "result_attempt",
+    "input_location",
+)
+
+
 def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    if t.slot is not None:
-        changes["slot"] = t.slot  # a capped claim's slot
-    if t.dispatch_at is not None:
-        changes["dispatch_at"] = t.dispatch_at
-    if t.cancel_requested_at is not None:
-        changes["cancel_requested_at"] = t.cancel_requested_at
-    if t.error is not None:
-        changes["error"] = t.error
+    changes: dict[str, Any] = {
+        name: getattr(t, name) for name in _SET_WHEN_GIVEN if getattr(t, name) is not None
+    }
     changes.update(_usage_changes(job, t))
-    if t.result_location is not None:
-        changes["result_location"] = t.result_location
-    if t.result_body is not None:
-        changes["result_body"] = t.result_body
-    if t.result_attempt is not None:
-        changes["result_attempt"] = t.result_attempt
-    if t.input_location is not None:
-        changes["input_location"] = t.input_location
     if t.target in TERMINAL:
         changes["input_body"] = None
+    # Any transition ends a wait on a provider batch; the fallback flag stays.
+    changes.update(waiting_for=None, batch_id=None)
+    if t.batch_fallback:
+        changes["batch_fallback"] = True
     return changes
 
 

@@ -237,13 +237,9 @@ def _model_for(request: SubmitRequest, default_model: str, allowed: tuple[str, .
     return requested
 
 
-# Tiers a job can run at today: batch is in the contract, refused until its batcher exists.
-_RUNNABLE_TIERS = frozenset({Tier.STANDARD, Tier.FLEX})
-
-
 def _check_tier(tier: Tier, model: str, offered: tuple[Tier, ...]) -> None:
-    if tier not in _RUNNABLE_TIERS or tier not in offered:
-        available = ", ".join(t.value for t in offered if t in _RUNNABLE_TIERS) or "none"
+    if tier not in offered:
+        available = ", ".join(t.value for t in offered) or "none"
         raise TierUnavailableError(
             f"{model} is not available at the {tier.value} tier here (available: {available})."
         )

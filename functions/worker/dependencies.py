@@ -19,8 +19,11 @@ from shared.adapters.dynamodb_slots import DynamoSlotStore
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.secrets import CachedSecretSource
+from shared.adapters.sqs_batch_calls import SqsBatchCallQueue
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.adapters.step_checkpoints import DynamoStepStore
+from shared.batch_ports import BatchCallQueue
+from shared.batches import BatchCall
 from shared.clock import Clock, SystemClock
 from shared.extraction.answers import SchemaValidator
 from shared.lazy import CLIENT_LOCK, once
@@ -57,6 +60,7 @@ class WorkerDependencies:
     executor: ThreadPoolExecutor  # AWS requests
     model_executor: ThreadPoolExecutor  # model calls
     random: Callable[[], float]
+    batch_calls: BatchCallQueue  # a batch job's ready calls go to the batcher
 
 
 @cache
@@ -96,7 +100,21 @@ def build_dependencies(settings: WorkerSettings) -> WorkerDependencies:
         executor=ThreadPoolExecutor(max_workers=_AWS_THREADS, thread_name_prefix="worker-aws"),
         model_executor=ThreadPoolExecutor(max_workers=_MODEL_THREADS, thread_name_prefix="worker-model"),
         random=random.random,
+        batch_calls=_BatcherOnFirstUse(settings, once(lambda: boto3.client("sqs"))),
     )
+
+
+class _BatcherOnFirstUse:
+    """The batcher's queue, its client made when a batch job first needs it."""
+
+    def __init__(self, settings: WorkerSettings, sqs: Callable[[], SQSClient]) -> None:
+        self._url = settings.batch_queue_url
+        self._sqs = sqs
+
+    def send(self, calls: list[BatchCall]) -> None:
+        if self._url is None:
+            raise RuntimeError("this stage has no batcher (BATCH_QUEUE_URL is unset)")
+        SqsBatchCallQueue(self._sqs(), self._url).send(calls)
 
 
 class QueuesOnFirstUse(Mapping[Lane, JobQueue]):

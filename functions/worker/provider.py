@@ -116,7 +116,7 @@ class OpenAIChatProvider:
         return received.outcome(request, stopped=control.stopped)
 
     def _arguments(self, request: CompletionRequest) -> dict[str, Any]:
-        arguments = _arguments(request)
+        arguments = chat_arguments(request)
         if request.tier is Tier.FLEX:
             # A flex call may queue at the provider: it gets its own, longer timeout.
             arguments["timeout"] = self._flex_timeout_seconds
@@ -140,7 +140,8 @@ def usage_of(usage: Any, served_tier: str | None, asked: Tier) -> Usage:
 _SERVED_TIERS = {"default": Tier.STANDARD, "flex": Tier.FLEX}
 
 
-def _arguments(request: CompletionRequest) -> dict[str, Any]:
+def chat_arguments(request: CompletionRequest) -> dict[str, Any]:
+    """The Chat Completions arguments of a call (a batch line's body too: shared.batches)."""
     arguments: dict[str, Any] = {"model": request.model, "messages": request.messages}
     if request.max_output_tokens is not None:
         # Reasoning models refuse `max_tokens` (shared.models); the rest keep the name they know.

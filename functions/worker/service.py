@@ -23,9 +23,10 @@ from typing import TypeVar
 from functions.worker.backoff import backoff_seconds
 from functions.worker.dependencies import WorkerDependencies
 from functions.worker.signals import CancelObserved, LeaseLost, OutputWriteFailed, ReleaseNeeded, RetryLater
-from functions.worker.steps import StepLoop, StepsStopped
+from functions.worker.steps import StepLoop, StepsStopped, step_request
 from functions.worker.streaming import StreamingCall
 from functions.worker.structured import checked, checked_answer, invalid_output, response_schema
+from shared.batches import BatchCall, hold_expiry
 from shared.clock import truncate_to_millis
 from shared.errors import (
     FlexUnavailableError,
@@ -40,7 +41,7 @@ from shared.lifecycle import JobStatus
 from shared.messages import parse_job_message
 from shared.observability import bind_job_in_task, logger, metrics
 from shared.payload_reads import input_of
-from shared.planner import Step, StepPlan, final_output, plan_of
+from shared.planner import Step, StepPlan, final_output, plan_of, ready_steps
 from shared.ports import (
     Completion,
     CompletionRequest,
@@ -273,6 +274,8 @@ class JobWorker:
             return
         # The same plan as at submit: the same text and the parameters stored on the job.
         plan = plan_of(job, job_input)
+        if self._call_tier(job) is Tier.BATCH and await self._hand_to_batcher(run, plan, job_input):
+            return
         if plan.total_steps > 1:
             await self._run_steps(run, plan)
             return
@@ -281,17 +284,7 @@ class JobWorker:
     async def _run_one_step(self, run: _Run, plan: StepPlan, job_input: JobInput) -> None:
         """A one-step job: its one call (asked again once if structured and off its schema), then
         the outcome."""
-        job = run.job
-        template = template_for_version(job.operation, job.prompt_version)
-        request = CompletionRequest(
-            model=job.model,
-            messages=template.render(job_input.text, job_input.labels),
-            # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
-            max_output_tokens=plan.steps[0].max_tokens,
-            response_schema=response_schema(plan, plan.steps[0]),
-            tier=self._call_tier(job),
-            cache_key=cache_key(job.tenant, job.operation, job.prompt_version),
-        )
+        request = self._one_step_request(run.job, plan, job_input)
         # `run.usage` may hold a refused structured answer's tokens already (`_answer`): whatever
         # ends the claim adds its own to them.
         try:
@@ -318,6 +311,73 @@ class JobWorker:
             raise
         else:
             await self._succeed(run, completion, job_input.labels)
+
+    def _one_step_request(self, job: JobRecord, plan: StepPlan, job_input: JobInput) -> CompletionRequest:
+        template = template_for_version(job.operation, job.prompt_version)
+        return CompletionRequest(
+            model=job.model,
+            messages=template.render(job_input.text, job_input.labels),
+            # The plan's cap: the job's maxOutputTokens, or the most a caller may ask for.
+            max_output_tokens=plan.steps[0].max_tokens,
+            response_schema=response_schema(plan, plan.steps[0]),
+            tier=self._call_tier(job),
+            cache_key=cache_key(job.tenant, job.operation, job.prompt_version),
+        )
+
+    async def _hand_to_batcher(self, run: _Run, plan: StepPlan, job_input: JobInput) -> bool:
+        """A batch job's ready calls go to the batcher, and the claim ends with the job Running,
+        waiting on the provider batch under a hold (DESIGN.md, "Cost tiers"). False when it has no
+        call left to make (every step checkpointed): the caller finishes it as usual."""
+        from functions.worker.provider import chat_arguments  # noqa: PLC0415 - the batch tier only
+
+        job = run.job
+        if plan.total_steps == 1:
+            calls = [(plan.steps[0], self._one_step_request(job, plan, job_input))]
+        else:
+            done = await self._io(self._deps.steps.get_steps, job.job_id, self._now())
+            key = cache_key(job.tenant, job.operation, job.prompt_version)
+            calls = [
+                (step, step_request(plan, step, done, model=job.model, tier=Tier.BATCH, cache_key=key))
+                for step in ready_steps(plan, done)
+            ]
+            if not calls:
+                return False
+            if len(done) > job.completed_steps:
+                # The last batch's checkpoints, shown as progress (a write the pushes follow).
+                usage = add_usage(*(output.usage for output in done.values()), job.extra_usage)
+                await self._record_progress(run, len(done), usage, job.extra_usage)
+        batch_calls = [
+            BatchCall(
+                job_id=job.job_id,
+                hold=run.lease.token,
+                step_id=step.step_id,
+                attempt=job.attempts,
+                final=plan.total_steps == 1,
+                structured=request.response_schema is not None,
+                model=job.model,
+                body=chat_arguments(request),
+            )
+            for step, request in calls
+        ]
+        # The hold first: a job whose calls were sent is one that waits for them. Should the send
+        # fail, the hold (the claim's token) hands the job back like any claim.
+        hold = Lease(token=run.lease.token, expires_at=hold_expiry(self._now()))
+        try:
+            run.job = await self._io(self._deps.repository.hold_for_batch, job.job_id, hold)
+        except TransitionConflictError as conflict:
+            raise LeaseLost from conflict
+        if run.job.status is JobStatus.CANCELLATION_REQUESTED:
+            await self._cancel(run)
+            return True
+        try:
+            await self._io(self._deps.batch_calls.send, batch_calls)
+        except Exception:  # noqa: BLE001 - the queue is down: the job is handed back, not left waiting
+            logger.exception("the calls could not be handed to the batcher; handing the job back")
+            await self._back_to_pending(run, 1)
+            return True
+        metrics.add_metric(name="BatchHandoffs", unit="Count", value=1)
+        logger.info("job waits on a provider batch", extra={"calls": len(batch_calls)})
+        return True
 
     async def _store_result(self, run: _Run, result: JobResult) -> tuple[BlobLocation, JobResult, str | None]:
         """Where the result goes, and the result that is stored there (an earlier claim's wins).
@@ -348,8 +408,10 @@ class JobWorker:
 
     async def _adopt_earlier_result(self, run: _Run) -> bool:
         """Finish the job with a result an earlier claim stored but never recorded; True if so."""
-        if run.job.attempts <= 1 and run.job.redrive_count == 0:
-            return False  # the first claim of this run of the job: nobody wrote a result before
+        if run.job.attempts <= 1 and run.job.redrive_count == 0 and run.job.tier is not Tier.BATCH:
+            # The first claim of this run of the job: nobody wrote a result before (but a batch job's
+            # poller, whose hand-back gives the attempt back).
+            return False
         found = await self._io(self._deps.payloads.find_result, run.job.job_id)
         if found is None:
             return False
@@ -591,7 +653,13 @@ class JobWorker:
 
     def _call_tier(self, job: JobRecord) -> Tier:
         """The tier the claim's calls go out at: a flex job's until flexFallbackSeconds since submit."""
-        return call_tier(job.tier, job.created_at, self._now(), self._settings.flex_fallback_seconds)
+        return call_tier(
+            job.tier,
+            job.created_at,
+            self._now(),
+            self._settings.flex_fallback_seconds,
+            batch_fallback=job.batch_fallback,
+        )
 
     def _call_timeout(self, tier: Tier) -> float:
         """How long a call at `tier` may take: a flex call may queue at the provider."""

@@ -35,6 +35,8 @@ class WorkerSettings(JobPolicySettings, SlotStorageSettings):
     step_concurrency: int = Field(default=4, alias="STEP_CONCURRENCY", ge=1, le=32)
     # Streaming output: where events go, and when a buffered delta is written (functions.worker.flush).
     output_events_table: str = Field(alias=r.ENV_OUTPUT_EVENTS_TABLE, min_length=1)
+    # The batcher's queue (infra/constructs/batch.py sets it): a batch job's ready calls go there.
+    batch_queue_url: str | None = Field(default=None, alias=r.ENV_BATCH_QUEUE_URL)
     stream_flush_bytes: int = Field(default=900, alias="STREAM_FLUSH_BYTES", ge=16, le=900)
     stream_flush_ms: int = Field(default=500, alias="STREAM_FLUSH_MS", ge=10, le=60_000)
     # A claim of a capped tenant's job that finds every running slot held defers it this long

@@ -58,6 +58,26 @@ class StepsStopped:
     result_attempt: int | None = None
 
 
+def step_request(
+    plan: StepPlan,
+    step: Step,
+    done: Mapping[str, StepOutput],
+    *,
+    model: str,
+    tier: Tier,
+    cache_key: str | None,
+) -> CompletionRequest:
+    """The call of a ready step, its children's checkpointed outputs rendered in."""
+    return CompletionRequest(
+        model=model,
+        messages=step_messages(plan, step, [done[child].output for child in step.inputs]),
+        max_output_tokens=step.max_tokens,
+        response_schema=response_schema(plan, step),
+        tier=tier,
+        cache_key=cache_key,
+    )
+
+
 class StepLoop:
     """One claim's pass over a plan; `run` returns once no step is running and none may start."""
 
@@ -167,14 +187,8 @@ class StepLoop:
             if self._deadline - self._monotonic() < self._call_timeout:
                 self._out_of_time = True
                 return
-            children = [self._done[child].output for child in step.inputs]
-            request = CompletionRequest(
-                model=self._model,
-                messages=step_messages(self._plan, step, children),
-                max_output_tokens=step.max_tokens,
-                response_schema=response_schema(self._plan, step),
-                tier=self._tier,
-                cache_key=self._cache_key,
+            request = step_request(
+                self._plan, step, self._done, model=self._model, tier=self._tier, cache_key=self._cache_key
             )
             self._in_flight[self._start_call(step, request)] = step
 

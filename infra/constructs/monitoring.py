@@ -5,7 +5,7 @@ encrypted SNS topic with an email subscription.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration
@@ -71,9 +71,15 @@ class Monitoring(Construct):
         webhooks: Webhooks,
         documents: Documents,
         functions: Mapping[FunctionName, lambda_.IFunction],
+        alarms: Sequence[cloudwatch.Alarm] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = self._topic(config) if config.alarm_email else None
+        # Alarms a capability keeps in its own construct (infra/constructs/batch.py) notify here too.
+        for alarm in alarms:
+            if self.topic is not None:
+                alarm.add_alarm_action(actions.SnsAction(self.topic))
+                alarm.add_ok_action(actions.SnsAction(self.topic))
         self.sweeper_recoveries = cloudwatch.Metric(
             namespace=config.metrics_namespace,
             metric_name=SWEEPER_RECOVERIES_METRIC,

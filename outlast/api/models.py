@@ -531,6 +531,14 @@ class StatusDocument(BaseModel):
     ] = False
     updated_at: Annotated[AwareDatetime, Field(alias="updatedAt", title="Updatedat")]
     usage: UsageDocument | None
+    waiting_for: Annotated[
+        Literal["provider_batch"] | None,
+        Field(
+            alias="waitingFor",
+            description="What a Running job waits on while no worker holds it: `provider_batch` while its calls are in the provider's Batch API (tier `batch`); null otherwise.",
+            title="Waitingfor",
+        ),
+    ] = None
 
 
 class SubmitRequest(BaseModel):

@@ -44,8 +44,9 @@ class Batch:
 REFERENCE = (Batch("summary-20kb", 8, 20_000, 1), Batch("summary-200kb", 2, 200_000, 2))
 SMOKE_REFERENCE = (Batch("summary-20kb", 2, 20_000, 1), Batch("summary-200kb", 1, 60_000, 2))
 # Assumed seconds the worker waits per model call (not measured: the local model answers at once).
-# Flex is slower by design; OpenAI states no figure, so this doubles standard's.
-CALL_SECONDS = {Tier.STANDARD: 4.0, Tier.FLEX: 8.0}
+# Flex is slower by design; OpenAI states no figure, so this doubles standard's. A batch call keeps
+# no worker waiting at all: the claim hands it to the batcher and ends (DESIGN.md, "Cost tiers").
+CALL_SECONDS = {Tier.STANDARD: 4.0, Tier.FLEX: 8.0, Tier.BATCH: 0.0}
 WAIT_SHARING = 10  # jobs of one worker batch waiting concurrently (the cost section's batch)
 
 
@@ -121,7 +122,7 @@ def _priced(
             tokens_usd = price.cost(
                 measured.input_tokens, measured.cached_input_tokens, measured.output_tokens
             )
-            gb_seconds = memory_gb * calls_per_job * CALL_SECONDS.get(tier, 0.0) / WAIT_SHARING
+            gb_seconds = memory_gb * calls_per_job * CALL_SECONDS[tier] / WAIT_SHARING
             rows.append(
                 {
                     "model": model,

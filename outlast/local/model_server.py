@@ -9,7 +9,10 @@ stops, or 60 s pass), and a streamed answer (`stream: true`: chunked server-sent
 `[[pace:N]]`, broken off after a few tokens by `[[fault:stream_cut*N]]`; a client that closes the
 stream before its end is logged `closed_early`, with the tokens sent so far as what was served).
 
-Routes: `POST /v1/chat/completions`, `GET /v1/models` (both want a bearer key, any key). Not
+Routes: `POST /v1/chat/completions`, `GET /v1/models`, and the Batch API (`POST /v1/files`,
+`GET /v1/files/{id}[/content]`, `POST /v1/batches`, `GET /v1/batches/{id}`,
+`POST /v1/batches/{id}/cancel`: outlast.local.fake_model.batches; a batch completes
+`--batch-seconds` after its creation), all wanting a bearer key, any key. Not
 part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished chat call in the
 order they finished (outlast.local.fake_model.calls describes an entry; a call is logged just
 after its answer is sent, so a reader waits for `ModelServer.in_flight` to be 0, or polls, as
@@ -22,14 +25,18 @@ by `part`. `GET /_tally` is the server's own account of the tokens it served, pe
 job id reaches a provider, so a client that knows which hashes are whose (chaos: each job's own
 text) totals them per job.
 
-`python -m outlast.local.model_server [--port N] [--context-tokens N] [--verbose]` runs it alone.
+`python -m outlast.local.model_server [--port N] [--context-tokens N] [--batch-seconds S] [--verbose]`
+runs it alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import email.parser
+import email.policy
 import json
+import re
 import select
 import socket
 import sys
@@ -41,9 +48,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from outlast.local.fake_model.batches import DEFAULT_BATCH_SECONDS, BatchDesk
 from outlast.local.fake_model.calls import CallOutcome
 from outlast.local.fake_model.model import DEFAULT_CONTEXT_TOKENS, FakeModel, Turn
-from outlast.local.fake_model.replies import Reply, error_reply, not_found
+from outlast.local.fake_model.replies import Reply, error_reply, not_found, unauthorized
+from outlast.local.fake_model.requests import authorized
 from outlast.local.fake_model.streaming import CUT_AFTER_PIECES
 from outlast.local.http_handler import LocalRequestHandler
 from outlast.local.stop_signals import StopSignals
@@ -56,8 +65,11 @@ STALL_STEP_SECONDS = 0.05
 class ServerState:
     """The fake model and what the handler threads share: live connections, the stop signal."""
 
-    def __init__(self, model: FakeModel, *, verbose: bool) -> None:
+    def __init__(
+        self, model: FakeModel, *, verbose: bool, batch_seconds: float = DEFAULT_BATCH_SECONDS
+    ) -> None:
         self.model = model
+        self.batches = BatchDesk(lambda body: model.batch_call(body, time.time()), batch_seconds)
         self.verbose = verbose
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -89,6 +101,23 @@ def _peer_closed(connection: socket.socket) -> bool:
         return connection.recv(1, socket.MSG_PEEK) == b""
     except OSError:
         return True
+
+
+_BATCH_ITEM = re.compile(r"^/v1/batches/([A-Za-z0-9_-]+)(/cancel)?$")
+_FILE_ITEM = re.compile(r"^/v1/files/([A-Za-z0-9_-]+)(/content)?$")
+
+
+def _multipart_fields(content_type: str, body: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """A multipart/form-data body's fields: name -> (filename, bytes)."""
+    head = f"Content-Type: {content_type}\r\n\r\n".encode()
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(payload, bytes):
+            fields[name] = (part.get_filename(), payload)
+    return fields
 
 
 # --- HTTP -----------------------------------------------------------------------------------
@@ -132,6 +161,9 @@ class _Handler(LocalRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        if path.startswith(("/v1/files/", "/v1/batches/")):
+            self._batch_get(path)
+            return
         routes: dict[str, Callable[[], Reply]] = {
             "/v1/models": lambda: self._model.models(self.headers.get("Authorization")),
             "/_calls": lambda: Reply(200, self._model.calls()),
@@ -147,11 +179,64 @@ class _Handler(LocalRequestHandler):
         if path == "/v1/chat/completions":
             self._chat(body)
             return
+        if path.startswith(("/v1/files", "/v1/batches")):
+            self._send(self._batch_post(path, body))
+            return
         routes: dict[str, Callable[[], Reply]] = {
             "/_faults/reset": lambda: self._reset(self._model.reset_faults, "faults"),
             "/_calls/reset": lambda: self._reset(self._model.reset_calls, "calls"),
         }
         self._send(routes.get(path, lambda: not_found(path))())
+
+    def _batch_get(self, path: str) -> None:
+        """`GET /v1/files/{id}[/content]`, `GET /v1/batches/{id}`."""
+        desk = self.server.state.batches
+        if not authorized(self.headers.get("Authorization")):
+            self._send(unauthorized())
+            return
+        file_item, batch_item = _FILE_ITEM.match(path), _BATCH_ITEM.match(path)
+        if file_item and file_item.group(2):
+            content = desk.content(file_item.group(1))
+            if content is None:
+                self._send(error_reply(404, "No such file.", "invalid_request_error", None))
+                return
+            self._send_bytes(content)
+        elif file_item:
+            self._send(desk.file(file_item.group(1)))
+        elif batch_item and not batch_item.group(2):
+            self._send(desk.retrieve(batch_item.group(1), time.time()))
+        else:
+            self._send(not_found(path))
+
+    def _batch_post(self, path: str, body: bytes) -> Reply:
+        """`POST /v1/files` (multipart: purpose, file), `POST /v1/batches`, `.../{id}/cancel`."""
+        desk = self.server.state.batches
+        if not authorized(self.headers.get("Authorization")):
+            return unauthorized()
+        batch_item = _BATCH_ITEM.match(path)
+        if path == "/v1/files":
+            fields = _multipart_fields(self.headers.get("Content-Type", ""), body)
+            filename, content = fields.get("file", (None, b""))
+            purpose = fields.get("purpose", (None, b""))[1].decode()
+            return desk.upload(filename or "upload.jsonl", purpose, content, time.time())
+        if path == "/v1/batches":
+            try:
+                request = json.loads(body or b"{}")
+            except ValueError:
+                request = None
+            if not isinstance(request, dict):
+                return error_reply(400, "The body must be a JSON object.", "invalid_request_error", None)
+            return desk.create(request, time.time())
+        if batch_item and batch_item.group(2):
+            return desk.cancel(batch_item.group(1), time.time())
+        return not_found(path)
+
+    def _send_bytes(self, content: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
 
     @staticmethod
     def _reset(reset: Callable[[], None], what: str) -> Reply:
@@ -279,8 +364,9 @@ class ModelServer:
         *,
         verbose: bool = False,
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        batch_seconds: float = DEFAULT_BATCH_SECONDS,
     ) -> None:
-        self._state = ServerState(FakeModel(context_tokens), verbose=verbose)
+        self._state = ServerState(FakeModel(context_tokens), verbose=verbose, batch_seconds=batch_seconds)
         self._httpd = _HTTPServer((host, port), self._state)
         self._thread: threading.Thread | None = None
 
@@ -345,11 +431,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_CONTEXT_TOKENS,
         help=f"the model's context in tokens estimated as ceil(bytes / 4) (default {DEFAULT_CONTEXT_TOKENS})",
     )
+    parser.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=DEFAULT_BATCH_SECONDS,
+        help=f"a batch completes this long after its creation (default {DEFAULT_BATCH_SECONDS:g})",
+    )
     args = parser.parse_args(argv)
 
     stop = StopSignals().install()
     server = ModelServer(
-        args.host, args.port, verbose=args.verbose, context_tokens=args.context_tokens
+        args.host,
+        args.port,
+        verbose=args.verbose,
+        context_tokens=args.context_tokens,
+        batch_seconds=args.batch_seconds,
     ).start()
     sys.stdout.write(f"model server: {server.url}\n")
     sys.stdout.flush()

@@ -20,7 +20,12 @@ SOURCES = ("infra", "shared", "functions", "cdk.json", "pyproject.toml")
 # with a console origin, so that what names that origin is in the template (the HTTP API's CORS, the
 # documents bucket's CORS rules); the local fronts put the local console's origin in its place.
 LOCAL_CONSOLE_ORIGIN = "https://console.outlast.invalid"
-LOCAL_CONTEXT: dict[str, Any] = {"bundle": "false", "consoleOrigin": LOCAL_CONSOLE_ORIGIN}
+LOCAL_CONTEXT: dict[str, Any] = {
+    "bundle": "false",
+    "consoleOrigin": LOCAL_CONSOLE_ORIGIN,
+    # A short batching window, so that a batch job ends in seconds.
+    "batchWindowSeconds": "2",
+}
 STACK_TEMPLATE = f"{STACK_ID}.template.json"
 
 

@@ -27,6 +27,7 @@ from shared.payload_reads import input_of, result_of
 from shared.planner import plan_of
 from shared.ports import Lane
 from shared.prices import CostRange, job_cost
+from shared.tiers import Tier
 
 LEASE_TOKEN_PREFIX = 8
 
@@ -274,6 +275,11 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
         ),
         "error": {"code": job.error.code, "message": job.error.message} if job.error else None,
         "tier": job.tier.value,
+        # The batch tier (DESIGN.md, "Cost tiers"): what the job waits on, in which provider batch,
+        # and whether a batch of it expired or failed (its calls then run at flex, then standard).
+        "batch": {"waitingFor": job.waiting_for, "batchId": job.batch_id, "fallback": job.batch_fallback}
+        if job.tier is Tier.BATCH
+        else None,
         "usage": (
             {
                 "inputTokens": job.usage.input_tokens,

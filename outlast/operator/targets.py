@@ -19,6 +19,8 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.names import (
+    BATCH,
+    BATCHES_TABLE,
     BUDGETS,
     BUDGETS_TABLE,
     ISOLATION_DLQ,
@@ -38,6 +40,7 @@ from infra.names import (
 from outlast.operator.budgets import OperatorBudgets
 from outlast.operator.tenants import OperatorTenants
 from shared.adapters.dynamo_errors import error_code
+from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
 from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.dynamodb_tenants import DynamoTenantSettings
@@ -78,6 +81,8 @@ class Resources:
     default_monthly_tokens: int = 0
     # Fairness: the stage's running cap for tenants without their own (0: no cap).
     max_running_per_tenant: int = 0
+    # Open provider batches (the batch tier); None for a stack deployed before it.
+    batches_table: str | None = None
     # The stage's settings (outputs); None on a stack deployed before they were published.
     dispatch_grace_seconds: int | None = None
     max_crashes: int | None = None
@@ -198,6 +203,13 @@ class Target:
         )
 
     @cached_property
+    def batches(self) -> DynamoOpenBatchStore:
+        """The open provider batches, through the poller's own adapter (TargetError: none here)."""
+        if self.resources.batches_table is None:
+            raise TargetError(f"the {self.label} has no batch tier (deployed before it? redeploy it)")
+        return DynamoOpenBatchStore(self.dynamodb, self.resources.batches_table)
+
+    @cached_property
     def queues(self) -> dict[Lane, JobQueue]:
         """The jobs queue and the isolation queue (each with its DLQ), by lane, through the
         functions' own adapter: a job is sent to the queue of `Lane.of(job)`, as the sweeper does."""
@@ -237,6 +249,7 @@ def local_target(port: int) -> Target:
         webhooks_queue_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_QUEUE),
         webhooks_dlq_url=_optional(state["queues"], WEBHOOKS + WEBHOOKS_DLQ),
         budgets_table=_optional(state["tables"], BUDGETS + BUDGETS_TABLE),
+        batches_table=_optional(state["tables"], BATCH + BATCHES_TABLE),
         default_monthly_tokens=int(state.get("outputs", {}).get(Output.DEFAULT_MONTHLY_TOKENS, 0)),
         max_running_per_tenant=int(state.get("outputs", {}).get(Output.MAX_RUNNING_PER_TENANT, 0)),
         **_stage_settings(state.get("outputs", {})),
@@ -295,6 +308,7 @@ def stack_target(stack_name: str, *, region: str | None, profile: str | None) ->
         webhooks_queue_url=outputs.get(Output.WEBHOOKS_QUEUE_URL),
         webhooks_dlq_url=outputs.get(Output.WEBHOOKS_DLQ_URL),
         budgets_table=outputs.get(Output.BUDGETS_TABLE_NAME),
+        batches_table=outputs.get(Output.BATCHES_TABLE_NAME),
         default_monthly_tokens=int(outputs.get(Output.DEFAULT_MONTHLY_TOKENS, "0")),
         max_running_per_tenant=int(outputs.get(Output.MAX_RUNNING_PER_TENANT, "0")),
         **_stage_settings(outputs),

@@ -45,6 +45,11 @@ SLOT_ATTRIBUTE = "slot"
 CACHED_INPUT_TOKENS_ATTRIBUTE = "cachedInputTokens"  # absent while 0
 USAGE_TIERS_ATTRIBUTE = "usageTiers"  # a string set of the tiers counted calls ran at
 TIER_ATTRIBUTE = "tier"  # JobRecord.tier: absent for standard, the default
+# A batch job's wait on the provider (DESIGN.md, "Cost tiers"): set while its calls are in a batch,
+# removed by the next transition; the fallback flag stays once a batch of it expired or failed.
+WAITING_FOR_ATTRIBUTE = "waitingFor"
+BATCH_ID_ATTRIBUTE = "batchId"
+BATCH_FALLBACK_ATTRIBUTE = "batchFallback"
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(
     input_tokens=9_999_999,
@@ -206,6 +211,7 @@ def _summary_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         "usage": usage,
         "budget": budget_from_values(values),
         "stream": bool(values.get(STREAM_ATTRIBUTE, False)),
+        "waiting_for": values.get(WAITING_FOR_ATTRIBUTE),
     }
 
 
@@ -249,6 +255,8 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         max_running=values.get(MAX_RUNNING_ATTRIBUTE, 0),
         slot=values.get(SLOT_ATTRIBUTE),
         tier=Tier(values.get(TIER_ATTRIBUTE, Tier.STANDARD.value)),
+        batch_id=values.get(BATCH_ID_ATTRIBUTE),
+        batch_fallback=bool(values.get(BATCH_FALLBACK_ATTRIBUTE, False)),
     )
 
 

@@ -11,6 +11,8 @@ from shared import resources as r
 from shared.adapters.due_index import query_due
 from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
+    BATCH_FALLBACK_ATTRIBUTE,
+    BATCH_ID_ATTRIBUTE,
     BUDGET_ATTRIBUTES,
     CACHED_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_INPUT_TOKENS_ATTRIBUTE,
@@ -24,6 +26,7 @@ from shared.adapters.dynamo_items import (
     SLOT_ATTRIBUTE,
     USAGE_ESTIMATED_ATTRIBUTE,
     USAGE_TIERS_ATTRIBUTE,
+    WAITING_FOR_ATTRIBUTE,
     budget_to_values,
     fits_in_job_item,
     idempotency_from_item,
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 _BATCH_GET_LIMIT = 100
 _LEASE_STATUSES = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
+WAITING_FOR_BATCH = "provider_batch"
 
 
 def _old_item(error: ClientError) -> dict[str, Any] | None:
@@ -245,6 +249,23 @@ class DynamoJobRepository:
         """Extend the lease while the holder still has it; the index keys are left alone."""
         return self._conditional_update(job_id, _held(lease), WriteKind.HEARTBEAT)
 
+    def hold_for_batch(self, job_id: str, hold: Lease) -> JobRecord:
+        """A heartbeat that also sets `waitingFor` (a progress write: pushes show the wait)."""
+        update = _held(hold)
+        update.set(WAITING_FOR_ATTRIBUTE, WAITING_FOR_BATCH)
+        return self._conditional_update(job_id, update, WriteKind.PROGRESS)
+
+    def record_batch(self, job_id: str, hold_token: str, batch_id: str) -> JobRecord:
+        """`leaseToken = :hold AND status IN (Running, CancellationRequested)`; sets batchId."""
+        update = UpdateBuilder()
+        status = update.name("status")
+        running = update.value(JobStatus.RUNNING.value)
+        requested = update.value(JobStatus.CANCELLATION_REQUESTED.value)
+        update.require(f"{status} IN ({running}, {requested})")
+        update.require(f"{update.name('leaseToken')} = {update.value(hold_token)}")
+        update.set(BATCH_ID_ATTRIBUTE, batch_id)
+        return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
+
     def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
         """A heartbeat with `ADD outputAttempt 1`: one write, no index key, `w` = heartbeat."""
         update = _held(lease)
@@ -358,6 +379,10 @@ def _transition_update(t: Transition) -> UpdateBuilder:
     elif t.target not in _LEASE_STATUSES:
         update.remove("leaseToken", "leaseExpiresAt")
     _set_index_and_fields(update, t)
+    # Any transition ends a wait on a provider batch (a claim starts afresh; the poller hands back).
+    update.remove(WAITING_FOR_ATTRIBUTE, BATCH_ID_ATTRIBUTE)
+    if t.batch_fallback:
+        update.set(BATCH_FALLBACK_ATTRIBUTE, True)
     return update
 
 

@@ -1,10 +1,12 @@
 """The token bill end to end (DESIGN.md, "Cost tiers"), on a stack of its own: a model priced at
-flex (gpt-5-mini, from docs/model-prices.json) and a short flexFallbackSeconds. Real HTTP, real
+flex and batch (gpt-5-mini, from docs/model-prices.json) and a short flexFallbackSeconds; batch
+jobs go through the batcher and the poller to the local model server's Batch API. Real HTTP, real
 JWTs, IAM enforced, the real openai SDK against the local model server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -93,7 +95,101 @@ def test_a_pair_the_price_table_does_not_offer_is_400_tier_unavailable(tiers_sta
     token = tiers_stack.token(unique("refused-user"))
 
     flex_default_model = tiers_stack.submit(token, summarize("Text.", tier="flex"))
-    batch = tiers_stack.submit(token, summarize("Text.", model=FLEX_MODEL, tier="batch"))
 
     assert_problem(flex_default_model, 400, "tier_unavailable")
-    assert_problem(batch, 400, "tier_unavailable")
+
+
+def test_a_batch_job_waits_on_the_providers_batch_then_succeeds(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("batch-user"))
+    text = unique("A back-office summary that can wait for the Batch API.")
+    answer = tiers_stack.submit(token, summarize(text, model=FLEX_MODEL, tier="batch"))
+    assert answer.status == 202, answer.raw
+    job_id = answer.body["jobId"]
+
+    waiting = wait_for(tiers_stack, job_id, token, lambda doc: doc.get("waitingFor") == "provider_batch")
+    assert waiting["status"] == "Running"
+    document = tiers_stack.wait_terminal(job_id, token, 90)
+
+    assert document["status"] == "Succeeded", document
+    assert document["waitingFor"] is None
+    assert document["usage"]["tiers"] == ["batch"]
+    assert document["attempts"] == 1  # waiting on a batch spends no attempt
+    [call] = tiers_stack.model_calls(request_hash("summarize", text), at_least=1)
+    assert call["status"] == 200
+    result = tiers_stack.call("GET", f"/v1/jobs/{job_id}/result", token=token)
+    assert result.status == 200
+    assert result.body["output"]
+
+
+def test_a_long_batch_document_goes_through_batch_after_batch(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("long-batch-user"))
+    paragraph = "The archive holds minutes, ledgers and letters from each branch office. "
+    text = unique("Archive.") + " " + paragraph * 600  # several map steps, then their reduce
+    answer = tiers_stack.submit(token, summarize(text, model=FLEX_MODEL, tier="batch"))
+    assert answer.status == 202, answer.raw
+    job_id = answer.body["jobId"]
+
+    wait_for(tiers_stack, job_id, token, lambda doc: doc.get("waitingFor") == "provider_batch")
+    moved = wait_for(
+        tiers_stack,
+        job_id,
+        token,
+        lambda doc: doc["progress"]["completedSteps"] > 0 or doc["status"] in {"Succeeded", "Failed"},
+        90,
+    )
+    document = tiers_stack.wait_terminal(job_id, token, 120)
+
+    assert document["status"] == "Succeeded", document
+    assert moved["progress"]["completedSteps"] > 0, moved
+    assert document["progress"]["totalSteps"] > 2
+    assert document["usage"]["tiers"] == ["batch"]
+
+
+def test_an_expired_batch_falls_back_and_succeeds(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("expired-user"))
+    text = unique("[[fault:batch_expired]] The batch never reaches this one.")
+
+    document = run(tiers_stack, token, summarize(text, model=FLEX_MODEL, tier="batch"), 120)
+
+    assert document["status"] == "Succeeded", document
+    assert "batch" not in document["usage"]["tiers"]  # answered outside the batch: flex, then standard
+    [call] = tiers_stack.model_calls(request_hash("summarize", text), at_least=1)
+    assert call["status"] == 200
+
+
+def test_a_cancelled_batch_job_ends_canceled_without_its_output(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("cancel-batch-user"))
+    answer = tiers_stack.submit(
+        token, summarize(unique("Cancel me in my batch."), model=FLEX_MODEL, tier="batch")
+    )
+    assert answer.status == 202, answer.raw
+    job_id = answer.body["jobId"]
+    wait_for(tiers_stack, job_id, token, lambda doc: doc.get("waitingFor") == "provider_batch")
+
+    cancel = tiers_stack.call("POST", f"/v1/jobs/{job_id}/cancellation", token=token)
+    assert cancel.status in {200, 202}, cancel.raw
+    document = tiers_stack.wait_terminal(job_id, token, 60)
+
+    assert document["status"] == "Canceled"
+    assert document["resultUrl"] is None
+
+
+def test_a_batch_job_may_not_stream(tiers_stack: RunningStack) -> None:
+    token = tiers_stack.token(unique("batch-stream-user"))
+
+    refused = tiers_stack.submit(token, summarize("Text.", model=FLEX_MODEL, tier="batch", stream=True))
+
+    assert refused.status == 400
+
+
+def wait_for(
+    stack: RunningStack, job_id: str, token: str, seen: Callable[[dict[str, Any]], bool], timeout: float = 60
+) -> dict[str, Any]:
+    """Poll the job until `seen` holds of its status document."""
+    deadline = time.monotonic() + timeout
+    while True:
+        document: dict[str, Any] = stack.call("GET", f"/v1/jobs/{job_id}", token=token).body
+        if seen(document):
+            return document
+        assert time.monotonic() < deadline, f"never seen; last {document}"
+        time.sleep(0.2)

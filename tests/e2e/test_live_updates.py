@@ -165,6 +165,29 @@ def test_the_owner_receives_each_change_and_another_user_nothing(stack: RunningS
         assert _frames_until_pong(alices) == []
 
 
+def test_a_batch_jobs_wait_on_the_provider_is_pushed_then_its_end(stack: RunningStack) -> None:
+    owner = stack.token(unique("batch-owner"))
+    with _socket(_ticket(stack, owner)["url"]) as socket:
+        answer = stack.submit(
+            owner,
+            {
+                "operation": "summarize",
+                "input": {"text": unique("a batch job")},
+                "options": {"tier": "batch"},
+            },
+        )
+        assert answer.status == 202, answer.raw
+        job_id = answer.body["jobId"]
+
+        updates = _updates_until(socket, job_id, "Succeeded")
+
+    waits = [u for u in updates if u.get("waitingFor") == "provider_batch"]
+    assert waits, updates
+    assert all(u["status"] == "Running" for u in waits)
+    assert updates[-1]["waitingFor"] is None
+    assert updates[-1]["usage"]["tiers"] == ["batch"]
+
+
 def test_a_client_that_connects_after_the_job_ended_gets_nothing_and_reads_the_truth(
     stack: RunningStack,
 ) -> None:

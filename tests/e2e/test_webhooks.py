@@ -225,6 +225,34 @@ def test_a_succeeded_job_arrives_once_signed_and_no_other_tenant_hears_it(
     assert [(a["status"], a["outcome"]) for a in delivery["attempts"]] == [(200, "delivered")]
 
 
+def test_a_batch_job_arrives_as_any_job_does(
+    stack: RunningStack, operator: Operator, receiver: Receiver
+) -> None:
+    # Given a tenant with an endpoint, and a job of the batch tier (answered by the local Batch API)
+    tenant = unique("hooks-batch")
+    _, secret = operator.add(tenant, receiver.url("/batch"))
+    token = stack.token(unique("hook-user"), tenant)
+    body = {
+        "operation": "summarize",
+        "input": {"text": unique("batch webhook text")},
+        "options": {"tier": "batch"},
+    }
+    answer = stack.submit(token, body)
+    assert answer.status == 202, answer.raw
+    job_id = answer.body["jobId"]
+
+    # When it ends
+    assert stack.wait_terminal(job_id, token)["status"] == "Succeeded"
+
+    # Then its webhook arrives once, signed, as any job's does
+    (request,) = receiver.wait_for("/batch", 1)
+    assert request.headers["webhook-id"] == f"{job_id}.0.job.succeeded"
+    assert_signed(request, secret)
+    delivered = json.loads(request.body)["data"]
+    assert delivered["usage"]["tiers"] == ["batch"]
+    assert delivered["waitingFor"] is None
+
+
 def test_a_receiver_that_answers_500_twice_gets_the_third_attempt_with_the_same_id(
     stack: RunningStack, operator: Operator, receiver: Receiver
 ) -> None:

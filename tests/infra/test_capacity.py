@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from infra.config import CapacityMode, StageConfig
 from infra.names import (
+    BATCH,
+    BATCHES_TABLE,
     BUDGETS,
     BUDGETS_TABLE,
     CONNECTIONS_TABLE,
@@ -39,6 +41,7 @@ TABLES = [
     (STREAMING, OUTPUT_EVENTS_TABLE),
     (DOCUMENTS, DOCUMENTS_TABLE),
     (FAIRNESS, SLOTS_TABLE),
+    (BATCH, BATCHES_TABLE),
 ]
 SCALABLE = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

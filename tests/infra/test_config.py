@@ -60,7 +60,7 @@ def test_cli_strings_are_coerced():
         {"workerTimeoutSeconds": 100, "providerTimeoutSeconds": 90, "releaseMarginSeconds": 15},
         {"heartbeatSeconds": 60, "leaseSeconds": 60},
         {"workerTimeoutSeconds": 200, "flexTimeoutSeconds": 190, "releaseMarginSeconds": 15},
-        {"allowedTiers": "standard,batch"},
+        {"allowedTiers": "standard,priority"},
         {"defaultModel": "not-allowed"},
         {"workerMaxConcurrency": 1},
         {"logRetentionDays": 31},

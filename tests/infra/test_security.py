@@ -13,6 +13,7 @@ from infra.app import build_app
 from infra.function_factory import ARCHITECTURE, RUNTIME
 from infra.names import (
     API,
+    BATCH,
     BUDGETS,
     DOCUMENTS,
     IDEMPOTENCY_TABLE,
@@ -57,6 +58,8 @@ HOME = {
     FunctionName.OUTPUT_PUSHER: STREAMING,
     FunctionName.DOCUMENTS: DOCUMENTS,
     FunctionName.INGEST: DOCUMENTS,
+    FunctionName.BATCHER: BATCH,
+    FunctionName.BATCH_POLLER: BATCH,
 }
 # Actions that support no resource-level permissions: the only ones allowed on Resource "*".
 STAR_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
@@ -119,6 +122,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_OPENAI_SECRET,
         r.ENV_OUTPUT_EVENTS_TABLE,
         r.ENV_SLOTS_TABLE,
+        r.ENV_BATCH_QUEUE_URL,  # set by the batch tier's construct: a batch job's calls go there
         "STREAM_FLUSH_BYTES",
         "STREAM_FLUSH_MS",
         "MAX_ATTEMPTS",
@@ -191,6 +195,22 @@ EXPECTED_ENVIRONMENT = {
         "EXTRACTION_MEMORY_MB",
         *DOCUMENT_LIMITS,
     },
+    FunctionName.BATCHER: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_BATCHES_TABLE,
+        r.ENV_OPENAI_SECRET,
+        "PROVIDER_TIMEOUT_SECONDS",
+    },
+    FunctionName.BATCH_POLLER: {
+        r.ENV_JOBS_TABLE,
+        r.ENV_PAYLOAD_BUCKET,
+        r.ENV_JOBS_QUEUE_URL,
+        r.ENV_ISOLATION_QUEUE_URL,
+        r.ENV_BATCHES_TABLE,
+        r.ENV_OPENAI_SECRET,
+        "PROVIDER_TIMEOUT_SECONDS",
+        "INPUT_RETENTION_HOURS",
+    },
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
@@ -207,6 +227,8 @@ TRACED = {
     FunctionName.WEBHOOK_SENDER,
     FunctionName.OUTPUT_PUSHER,
     FunctionName.INGEST,
+    FunctionName.BATCHER,
+    FunctionName.BATCH_POLLER,
 }
 XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
@@ -358,7 +380,7 @@ def test_relay_role_reads_only_the_stream_of_the_jobs_table(synthesized):
         assert statement["Resource"] == {"Fn::GetAtt": [jobs, "StreamArn"]}
 
 
-def test_only_the_worker_reads_the_openai_secret(synthesized):
+def test_only_the_worker_and_the_batch_tier_read_the_openai_secret(synthesized):
     secret = synthesized.logical_id(WORKER, OPENAI_SECRET)
     readers = {
         policy_id
@@ -367,7 +389,11 @@ def test_only_the_worker_reads_the_openai_secret(synthesized):
         if secret in _referenced_ids(statement["Resource"])
     }
 
-    assert readers == {synthesized.logical_id(WORKER, "WorkerRole", "DefaultPolicy")}
+    assert readers == {
+        synthesized.logical_id(WORKER, "WorkerRole", "DefaultPolicy"),
+        synthesized.logical_id(BATCH, "BatcherRole", "DefaultPolicy"),
+        synthesized.logical_id(BATCH, "BatchPollerRole", "DefaultPolicy"),
+    }
 
 
 def test_roles_have_no_managed_policies_and_trust_only_lambda(synthesized):
@@ -480,7 +506,8 @@ def test_every_queue_is_encrypted_and_denies_requests_without_tls(synthesized):
         ):
             protected |= _referenced_ids(policy["Properties"]["Queues"])
 
-    assert len(queues) == 11  # jobs, isolation, webhooks and ingest with their DLQs, three failure queues
+    # jobs, isolation, webhooks, ingest and the batcher's with their DLQs, three failure queues
+    assert len(queues) == 13
     assert protected == set(queues)
     for queue in queues.values():
         assert (

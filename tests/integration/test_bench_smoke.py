@@ -107,9 +107,9 @@ def test_cost_prices_provisioned_capacity_beside_on_demand(report: tuple[dict[st
     }
     dynamo = provisioned["dynamodbUsdPerMillionJobs"]
     assert 0 < dynamo["provisioned"] < dynamo["onDemand"]
-    # And the idle floor of provisioned capacity is stated (8 scaled tables, the running slots' one
-    # included, and 5 indexes)
-    assert provisioned["fixedMonthly"]["scaledResources"] == 13
+    # And the idle floor of provisioned capacity is stated (9 scaled tables, the running slots' and
+    # the open batches' included, and 5 indexes)
+    assert provisioned["fixedMonthly"]["scaledResources"] == 14
     assert _positive(provisioned["fixedMonthly"]["totalUsdPerMonth"])
     assert "Provisioned capacity (`billingMode=provisioned`)" in markdown
 
@@ -205,6 +205,8 @@ def test_cost_counts_lambda_logs_and_traces_as_the_template_configures_them(
     assert logs["platformBytesPerJob"] == 0
     # And only the traced functions' invocations are traces (the API functions do not trace)
     assert logs["traced"] == [
+        "batch_poller",
+        "batcher",
         "ingest",
         "notifier",
         "output_pusher",
@@ -301,4 +303,8 @@ def test_token_section_prices_the_reference_workload_per_tier(report: tuple[dict
     assert 0 < flex["tokenUsdPer1000Jobs"] < standard["tokenUsdPer1000Jobs"]
     assert flex["tokenUsdPer1000Jobs"] <= flex["tokenUsdPer1000JobsWithoutCache"]
     assert flex["waitGbSecondsPerJob"] > standard["waitGbSecondsPerJob"] > 0
+    # and batch at most half of standard's token dollars and 5% of its model-wait GB-seconds (issue 28)
+    batch = rows[("gpt-5-mini", "batch")]
+    assert batch["tokenUsdPer1000Jobs"] <= 0.5 * standard["tokenUsdPer1000Jobs"] + 0.0001  # 4 places
+    assert batch["waitGbSecondsPerJob"] <= 0.05 * standard["waitGbSecondsPerJob"]
     assert "## The token bill" in markdown

@@ -26,7 +26,7 @@ from outlast.operator.dlq import Redrive
 from outlast.operator.job_redrive import JobsRedrive
 from tests.integration.test_cli_client import FakeApi
 from tests.integration.test_operator_dlq import World, create_world
-from tests.support.aws import REGION, create_webhooks_queues, create_webhooks_table
+from tests.support.aws import REGION, create_batches_table, create_webhooks_queues, create_webhooks_table
 from tests.support.cli import run
 from tests.unit.test_cli_help import _verbs
 
@@ -299,6 +299,19 @@ reaches("ops tenants set", ExitCode.OK)(
 reaches("ops tenants show", ExitCode.OK)(
     lambda ops_world: _ops(ops_world, "tenants", "show", "--tenant", "acme")
 )
+reaches("ops batches list", ExitCode.ERROR)(
+    lambda ops_world: _ops(ops_world, "batches", "list")
+)  # no batch tier
+
+
+@reaches("ops batches list", ExitCode.OK)
+def _batches_listed(
+    moto_endpoint: str, resources: Any, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    outputs = {"BatchesTableName": create_batches_table(moto_endpoint)}
+    return _ops(create_world(moto_endpoint, resources, capsys, outputs), "batches", "list")
+
+
 reaches("ops webhooks add", ExitCode.OK)(
     lambda ops_world: _ops(ops_world, "webhooks", "add", "--tenant", "acme", "--url", PUBLIC_URL)
 )

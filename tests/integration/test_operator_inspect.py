@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -19,6 +20,7 @@ from shared.job import JobInput, StepOutput, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
+from shared.ports import Lease
 from shared.tiers import Tier
 from tests.integration.test_operator_dlq import EXHAUSTED, World, build_cli, create_world
 from tests.support import jobs
@@ -260,3 +262,21 @@ def test_inspect_shows_a_jobs_token_cost_from_the_price_table(world: World) -> N
     assert document["usage"]["cachedInputTokens"] == 2048
     assert document["usage"]["tiers"] == ["standard"]
     assert f"${expected:.6f}" in people
+
+
+def test_inspect_shows_what_a_batch_job_waits_on(world: World) -> None:
+    # Given a batch job whose claim handed its call to the batcher, now in provider batch batch_7
+    job = jobs.create(world.repository, jobs.new_job().model_copy(update={"tier": Tier.BATCH}))
+    world.payloads.put_input(JobInput(job_id=job.job_id, text="text"), "item", job.expires_at)
+    running = jobs.claim(world.repository, job.job_id, token="hold")
+    hold = Lease(token="hold", expires_at=jobs.now_millis() + timedelta(hours=25))
+    world.repository.hold_for_batch(running.job_id, hold)
+    world.repository.record_batch(running.job_id, "hold", "batch_7")
+
+    # When on-call inspects it
+    document = world.cli("jobs", "inspect", job.job_id, "--json", "--no-dlq").document
+    people = world.cli("jobs", "inspect", job.job_id, "--no-dlq").out
+
+    # Then it says what the job waits on, and where
+    assert document["batch"] == {"waitingFor": "provider_batch", "batchId": "batch_7", "fallback": False}
+    assert "batch, waiting on provider batch batch_7" in people

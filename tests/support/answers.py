@@ -35,6 +35,7 @@ STATUS_DOCUMENT_FIELDS = {
     "usage",
     "reservedTokens",
     "stream",
+    "waitingFor",
 }
 STATUSES = {"Pending", "Running", "Succeeded", "Failed", "CancellationRequested", "Canceled"}
 TERMINAL_STATUSES = {"Succeeded", "Failed", "Canceled"}

@@ -239,6 +239,18 @@ def create_webhooks_table(endpoint: str) -> str:
     return name
 
 
+def create_batches_table(endpoint: str) -> str:
+    """A fresh open batches' table (the batch tier's) with a unique name."""
+    name = f"batches-{secrets.token_hex(4)}"
+    boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION).create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": r.BATCHES_PARTITION_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": r.BATCHES_PARTITION_KEY, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
 def create_webhooks_queues(endpoint: str) -> tuple[str, str]:
     """A fresh webhooks queue and its DLQ (URLs); the queue's redrive policy as the construct sets it."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION)

@@ -16,6 +16,7 @@ from functions.worker.settings import WorkerSettings
 from shared import resources as r
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.sqs_queue import encode_message
+from shared.batches import BatchCall
 from shared.job import JobInput, JobRecord, Usage
 from shared.lifecycle import JobStatus
 from shared.ports import Completion, CompletionRequest, JobMessage, Lane, Transition
@@ -44,6 +45,16 @@ class RecordingQueue:
 
     def send_to_dlq(self, body: str, reason: str, job_id: str | None) -> None:
         self.parked.append((reason, job_id))
+
+
+class RecordingBatcher:
+    """The batcher's queue: the calls handed to it, in memory."""
+
+    def __init__(self) -> None:
+        self.calls: list[BatchCall] = []
+
+    def send(self, calls: list[BatchCall]) -> None:
+        self.calls.extend(calls)
 
 
 class CountingProvider:
@@ -79,6 +90,7 @@ class World:
         self.provider = provider or CountingProvider()
         self.queues = {Lane.SHARED: RecordingQueue(), Lane.ISOLATION: RecordingQueue()}
         self.slots = InMemorySlotStore()
+        self.batcher = RecordingBatcher()
         self.settings = WorkerSettings.model_validate(
             {
                 r.ENV_JOBS_TABLE: "jobs",
@@ -112,6 +124,7 @@ class World:
             executor=self.executors[0],
             model_executor=self.executors[1],
             random=lambda: 0.5,
+            batch_calls=self.batcher,
         )
 
     def build_provider(self) -> Any:

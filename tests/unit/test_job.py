@@ -87,6 +87,7 @@ def test_a_fresh_job_on_the_wire() -> None:
         "usage": None,
         "reservedTokens": None,
         "stream": False,
+        "waitingFor": None,
     }
 
 

@@ -188,6 +188,19 @@ def test_a_lease_lost_with_a_batch_isolates_the_job_at_no_cost(
     assert (report.expired_leases, report.isolated) == (1, 1)
 
 
+def test_a_lapsed_batch_hold_counts_no_crash(
+    deps: SweeperDependencies, flaky: FlakyRepository, queue: RecordingQueue, clock: FakeClock
+) -> None:
+    job = _expired(flaky, clock, solo=True, waiting_for="provider_batch")
+
+    sweep(deps)
+
+    swept = flaky.jobs[job.job_id]
+    assert (swept.status, swept.isolated, swept.stalls, swept.crashes) == (JobStatus.PENDING, False, 0, 0)
+    assert swept.waiting_for is None
+    assert queue.sent == [job.job_id]
+
+
 def test_a_lease_lost_alone_counts_a_crash_and_keeps_the_job_apart(
     deps: SweeperDependencies, flaky: FlakyRepository, isolation: RecordingQueue, clock: FakeClock
 ) -> None:

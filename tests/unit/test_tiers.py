@@ -101,11 +101,11 @@ class TestAtSubmit:
         assert "gpt-4o-mini" in str(refused.value)
         assert repository.writes == []
 
-    def test_batch_is_refused_even_where_priced_until_its_batcher_exists(
-        self, deps: SubmitDependencies
-    ) -> None:
+    def test_batch_is_accepted_where_priced_and_refused_where_not(self, deps: SubmitDependencies) -> None:
+        job = submit_job(deps, ALICE, parse(with_options(model="gpt-5-nano", tier="batch")), "k").job
+        assert job.tier is Tier.BATCH
         with pytest.raises(TierUnavailableError):
-            submit_job(deps, ALICE, parse(with_options(model="gpt-5-nano", tier="batch")), "k")
+            submit_job(deps, ALICE, parse(with_options(model="gpt-5-mini", tier="batch")), "k2")
 
     def test_a_stage_without_a_tier_table_runs_standard_only(
         self, repository: InMemoryJobRepository, payloads: InMemoryPayloadStore, clock: FakeClock

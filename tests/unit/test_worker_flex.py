@@ -146,10 +146,10 @@ class FlexBusyFromPartThree(FlexBusy):
         return super().complete(request)
 
 
-def long_flex_job(world: World) -> JobRecord:
+def long_job(world: World, tier: Tier = Tier.FLEX) -> JobRecord:
     text = "\n\n".join(f"Part {n}: " + "the ledger moved as planned. " * 140 for n in range(1, 7))
     plan = plan_job(text, Operation.SUMMARIZE, PLAN, prompt_version=template_for(Operation.SUMMARIZE).version)
-    job = job_record(world.clock.now(), plan=PLAN, total_steps=plan.total_steps, tier=Tier.FLEX)
+    job = job_record(world.clock.now(), plan=PLAN, total_steps=plan.total_steps, tier=tier)
     world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
     world.payloads.put_input(JobInput(job_id=job.job_id, text=text), "item", job.expires_at)
     return job
@@ -162,7 +162,7 @@ def test_a_claim_that_checkpointed_steps_keeps_its_attempt_when_it_defers(
     world = make_world(
         provider=FlexBusyFromPartThree(0), STEP_CONCURRENCY="1", FLEX_TIMEOUT_SECONDS="10", MAX_ATTEMPTS="3"
     )
-    job = long_flex_job(world)
+    job = long_job(world)
 
     world.deliver(job)
 
@@ -176,7 +176,7 @@ def test_a_long_job_whose_first_step_finds_no_capacity_gives_its_attempt_back(
     make_world: Callable[..., World],
 ) -> None:
     world = make_world(provider=FlexBusy(1), STEP_CONCURRENCY="1", FLEX_TIMEOUT_SECONDS="10")
-    job = long_flex_job(world)
+    job = long_job(world)
 
     world.deliver(job)
 

@@ -4,6 +4,7 @@ functions' own adapters, so they work from a checkout (`pip install -e '.[ops]'`
 from __future__ import annotations
 
 from outlast.cli.framework import Alias, Section
+from outlast.cli.ops.batches import batches
 from outlast.cli.ops.budgets import budgets
 from outlast.cli.ops.dlq import dlq
 from outlast.cli.ops.jobs import jobs
@@ -12,7 +13,7 @@ from outlast.cli.ops.webhooks import webhooks
 
 ops = Section(
     "ops",
-    help="Operator tools: DLQs, jobs, budgets, tenants, webhooks.\n\n"
+    help="Operator tools: DLQs, jobs, budgets, tenants, batches, webhooks.\n\n"
     "They act with your AWS credentials, never through the API, and run from a checkout.",
     section="OPERATOR COMMANDS",
     examples=(
@@ -24,7 +25,7 @@ ops = Section(
     learn_more="Every ops command acts on --local, or on --stack-name NAME (default `outlast`) with your "
     "AWS credentials; the stage's settings it needs come from the stack. docs/runbook.md says when.",
 )
-for group in (dlq, jobs, budgets, tenants, webhooks):
+for group in (dlq, jobs, budgets, tenants, batches, webhooks):
     ops.add_command(group)
 
 

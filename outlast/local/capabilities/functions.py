@@ -2,11 +2,11 @@
 
 Emulates the functions every construct makes (infra/function_factory.py builds them: api.py's
 submit and status, worker.py, outbox.py's relay, sweeper.py, realtime.py's, webhooks.py's,
-budgets.py's): each runs its template handler string from its cdk.out asset in awslambdaric
-processes (outlast.local.lambda_runtime), with its template environment resolved to the local
-resources, and its role from the template enforced on every call it makes (outlast.local.iam;
-DESIGN.md, "Deploy fidelity"). The other starters invoke functions through `invoker` and
-`integration`, never through a pool directly.
+budgets.py's, batch.py's batcher and poller): each runs its template handler string from its
+cdk.out asset in awslambdaric processes (outlast.local.lambda_runtime), with its template
+environment resolved to the local resources, and its role from the template enforced on every
+call it makes (outlast.local.iam; DESIGN.md, "Deploy fidelity"). The other starters invoke
+functions through `invoker` and `integration`, never through a pool directly.
 """
 
 from __future__ import annotations

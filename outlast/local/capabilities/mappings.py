@@ -2,8 +2,8 @@
 
 Emulates the AWS::Lambda::EventSourceMapping resources the constructs make: outbox.py's relay
 and realtime.py's notifier on the jobs table's stream (filters, bisect-free retries, the
-on-failure queue), worker.py's two queues and webhooks.py's queue (batching window, maximum
-concurrency, partial batch responses). outlast.local.event_sources holds the pollers; this
+on-failure queue), worker.py's two queues, webhooks.py's queue and batch.py's batcher queue (batching
+window, maximum concurrency, partial batch responses). outlast.local.event_sources holds the pollers; this
 starter reads each mapping from the template and runs its poller as the function's role, as
 Lambda's poller acts for the function in AWS.
 """

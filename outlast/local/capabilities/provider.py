@@ -1,7 +1,8 @@
 """The model provider, emulated: the local model server the functions' OpenAI client calls.
 
 No construct holds the provider (the worker's settings in infra/constructs/worker.py name it);
-locally every function's OPENAI_BASE_URL points at this server (outlast.local.model_server).
+locally every function's OPENAI_BASE_URL points at this server (outlast.local.model_server), the
+batcher's and the poller's too: its Batch API completes a batch a few seconds after its creation.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Schedules, emulated: each enabled EventBridge rule invokes its function targets on its rate.
 
-Emulates the AWS::Events::Rule resources the constructs make (sweeper.py's sweep schedule, and
-any other rule with a ScheduleExpression): a `rate(N unit)` runs every N units, a cron
-expression once a minute, and `outlast local up --schedule-seconds` overrides both.
+Emulates the AWS::Events::Rule resources the constructs make (sweeper.py's sweep schedule,
+batch.py's poll schedule, and any other rule with a ScheduleExpression): a `rate(N unit)` runs
+every N units, a cron expression once a minute, and `outlast local up --schedule-seconds` overrides both.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ the failures the worker must survive (DESIGN.md, "Model providers"):
 | `[[fault:stream_cut*N]]`   | first N calls: a streamed answer breaks off after a few tokens  |
 | `[[fault:invalid_json*N]]` | first N calls: a structured answer that breaks its schema       |
 | `[[fault:flex_unavailable*N]]` | first N calls: a flex call gets 429 `resource_unavailable` |
+| `[[fault:batch_expired]]`  | in a batch's line: the batch expires before it runs that line   |
 
 A directive applies to the call whose messages contain it, and only to that call: in a job run
 in steps, a directive inside one chunk affects that chunk's map call. No answer ever contains a
@@ -53,6 +54,8 @@ The modules, one concern each (a new feature is a new module or an entry in one 
 - `model`: `FakeModel.take(body, authorization) -> Turn`, what one call gets; the HTTP layer
   acts the turn out.
 - `prompt_cache`: the cached tokens of a repeated prompt prefix.
+- `batches`: the Batch API (`/v1/files`, `/v1/batches`): a batch's lines run as chat calls once
+  `batch_seconds` have passed; `batch_expired` lines end in its error file.
 - `structured`: a structured answer (the words it is made of, a broken one for `invalid_json`).
 - `schema_instance`: a deterministic instance of a JSON Schema (structured answers).
 """

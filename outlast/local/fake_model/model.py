@@ -146,6 +146,15 @@ class FakeModel:
             request = replace(request, cached_tokens=self._cache.serve(request))
         return Turn(request, fault, delay_seconds(request.text))
 
+    def batch_call(self, body: bytes, now: float) -> tuple[Reply, CallOutcome]:
+        """One line of a batch, run as a chat call is (its faults counted, logged like any call);
+        a delay is not waited and a stall is the server error a batch line would end with."""
+        self.begin_call()
+        turn = self.take(body, "Bearer batch")
+        reply, outcome = turn.reply()
+        self.end_call(outcome, now, now)
+        return reply, outcome
+
     def models(self, authorization: str | None) -> Reply:
         """`GET /v1/models`."""
         return model_list() if authorized(authorization) else unauthorized()

@@ -46,7 +46,9 @@ from outlast.operator.job_redrive import (
 from outlast.operator.targets import resolve
 from outlast.operator.text import duration, instant, relative
 from shared.ids import normalize_job_id
+from shared.job import JobRecord
 from shared.ports import Lane
+from shared.tiers import Tier
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
@@ -84,7 +86,7 @@ def _lines(inspection: Inspection, label: str) -> list[str]:
         ("dispatchAt", f"{instant(job.dispatch_at)} ({_due(inspection)})"),
         ("lease", _lease(inspection)),
         ("cancel", instant(job.cancel_requested_at) if job.cancel_requested_at else "not requested"),
-        ("tier", job.tier.value),
+        ("tier", _tier(job)),
         ("usage", _usage(inspection)),
         ("token cost", _cost(inspection)),
         ("sweeper", _sweep(inspection)),
@@ -442,3 +444,20 @@ class _RedriveConsole(OperatorConsole[JobStep]):
     def summary(self, outcomes: Sequence[JobOutcome]) -> None:
         counts = Counter(o.result.value for o in outcomes)
         self.line("summary: " + ", ".join(f"{counts.get(r.value, 0)} {r.value}" for r in Result))
+
+
+def _tier(job: JobRecord) -> str:
+    """The tier, and for a batch job what it waits on (`outlast ops batches list` lists the batch)."""
+    if job.tier is not Tier.BATCH:
+        return job.tier.value
+    waiting = (
+        f"waiting on provider batch {job.batch_id or '(not yet created)'}"
+        if job.waiting_for
+        else "not waiting"
+    )
+    fallback = (
+        "; a batch of it expired or failed: its calls run at flex, then standard"
+        if job.batch_fallback
+        else ""
+    )
+    return f"batch, {waiting}{fallback}"

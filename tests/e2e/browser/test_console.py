@@ -428,7 +428,7 @@ def test_without_the_websocket_the_rows_still_change_by_polling(console: Console
 def test_the_tier_is_offered_on_submit_and_a_pair_the_stage_does_not_price_is_explained(
     console: ConsolePage,
 ) -> None:
-    # Given a stage whose only model (gpt-4o-mini) is priced at standard alone
+    # Given a stage whose only model (gpt-4o-mini) is priced at standard and batch, not flex
     page, stack = console.page, console.stack
     sign_in(page, stack.console_url, unique("web-tier"))
     console.expect_error(r"status of 400")
@@ -451,3 +451,34 @@ def test_the_tier_is_offered_on_submit_and_a_pair_the_stage_does_not_price_is_ex
     expect(failure.locator(".failure-title")).to_have_text("The tier is not available for this model")
     expect(failure.locator(".failure-detail")).to_contain_text("gpt-4o-mini")
     assert [body.get("options") for body in sent if "operation" in body] == [{"tier": "flex"}]
+
+
+def test_the_batch_tier_hides_streaming_and_its_job_succeeds_through_the_batch_api(
+    console: ConsolePage,
+) -> None:
+    # Given the default model, which the price table offers at the batch tier
+    page, stack = console.page, console.stack
+    sign_in(page, stack.console_url, unique("web-batch"))
+    page.locator("#nav-submit").click()
+    sent: list[dict[str, object]] = []
+    page.on(
+        "request",
+        lambda request: (
+            sent.append(json.loads(request.post_data or "{}")) if request.method == "POST" else None
+        ),
+    )
+
+    # When the user picks batch, the streaming choice goes away (a batch answer arrives whole)
+    page.get_by_label("Text", exact=True).fill(f"Back-office work for the batch. {uuid.uuid4()}")
+    expect(page.locator("#stream-field")).to_be_visible()
+    page.get_by_label("Tier").select_option("batch")
+    expect(page.locator("#stream-field")).to_be_hidden()
+    page.get_by_role("button", name="Submit job").click()
+
+    # Then the body carries the tier, and the job ends Succeeded through the local Batch API
+    expect(page.locator("#submitted")).to_be_visible()
+    assert [body.get("options") for body in sent if "operation" in body] == [{"tier": "batch"}]
+    job_id = str(page.locator("#job-rows tr").first.get_attribute("data-job-id"))
+    expect(page.locator(f'tr[data-job-id="{job_id}"]')).to_have_attribute(
+        "data-status", "Succeeded", timeout=90_000
+    )

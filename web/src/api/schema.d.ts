@@ -589,6 +589,11 @@ export interface components {
              */
             updatedAt: string;
             usage: components["schemas"]["UsageDocument"] | null;
+            /**
+             * Waitingfor
+             * @description What a Running job waits on while no worker holds it: `provider_batch` while its calls are in the provider's Batch API (tier `batch`); null otherwise.
+             */
+            waitingFor?: "provider_batch" | null;
         };
         /**
          * SubmitRequest

@@ -1,8 +1,8 @@
 // Submit: an operation, the text (typed, or read from a .txt/.md file) or a document (a file
 // uploaded with its progress shown, then read by the service: documents.ts), labels for classify, a
-// JSON Schema for extract, and the tier (standard, or flex: cheaper, may wait). The form is built
-// once and never re-rendered, so nothing the user typed is lost to an update; render only patches
-// the document's progress and status.
+// JSON Schema for extract, and the tier (standard; flex: cheaper, may wait; batch: cheaper, within
+// a day). The form is built once and never re-rendered, so nothing the user typed is lost to an
+// update; render only patches the document's progress and status.
 import type { Operation, Tier } from "../api/client";
 import { type Actions, parseLabels } from "../actions";
 import { failureBox, h, setText } from "../dom";
@@ -119,6 +119,7 @@ export class SubmitScreen implements Screen {
       { id: "tier", name: "tier", "aria-describedby": "tier-help" },
       h("option", { value: "standard" }, "Standard"),
       h("option", { value: "flex" }, "Flex (about half the token price; may wait)"),
+      h("option", { value: "batch" }, "Batch (about half the token price; answered within a day)"),
     );
     const tierRow = h(
       "div",
@@ -129,7 +130,9 @@ export class SubmitScreen implements Screen {
         "p",
         { id: "tier-help", class: "help" },
         "Flex runs when the provider has room: a busy provider costs no attempt, and after a while " +
-          "the job runs at standard. Only models priced at flex take it.",
+          "the job runs at standard. Batch goes through the provider's Batch API: the job waits on " +
+          "the provider's batch (no output as it is written) and is answered within 24 hours. Only " +
+          "models priced at the tier take it.",
       ),
     );
     this.fileNote = h("p", { id: "file-note", class: "help", role: "status" });
@@ -140,7 +143,11 @@ export class SubmitScreen implements Screen {
       labels.required = operation.value === "classify";
       schemaRow.hidden = operation.value !== "extract";
       schema.required = operation.value === "extract";
-      streamRow.hidden = operation.value === "classify"; // one label: nothing to watch grow
+      // One label: nothing to watch grow. A batch answer arrives whole: nothing to stream either.
+      streamRow.hidden = operation.value === "classify" || tier.value === "batch";
+    });
+    tier.addEventListener("change", () => {
+      streamRow.hidden = operation.value === "classify" || tier.value === "batch";
     });
     file.addEventListener("change", () => void this.readFile(file, text));
     const documentFile = h("input", {
@@ -205,7 +212,7 @@ export class SubmitScreen implements Screen {
         documentId: this.documentId,
         labels: parseLabels(labels.value),
         schema: schema.value,
-        stream: stream.checked && operation.value !== "classify",
+        stream: stream.checked && operation.value !== "classify" && tier.value !== "batch",
         tier: tier.value as Tier,
       });
     });

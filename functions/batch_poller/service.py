@@ -1,0 +1,202 @@
+"""The batch poller's use case: see each open provider batch through (DESIGN.md, "Cost tiers").
+
+For a batch still running, a job whose cancel was requested ends Canceled now (its hold is its
+lease), and a batch none of whose jobs still waits is cancelled at the provider. For an ended batch,
+each call's answer that is fit to keep (shared.batches.answer_of) is written once: a one-step job's
+as its result, a step's as its checkpoint (write-once: a written answer is never paid for again).
+Then each job still waiting goes back to Pending under its hold and is dispatched: its next claim
+adopts the result (the usual terminal write), or sends its next ready steps to the next batch. A
+job with a call left unanswered (expired or failed batch, a refused or unfit answer) is marked to
+fall back: its remaining calls run at flex, then standard, where their errors are classified as
+any call's. A job that moved on (canceled, taken over) has its late answers discarded. Every write
+is conditional on the call's hold, so a second run over the same batch changes nothing; the batch
+leaves the open list last.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from functions.batch_poller.dependencies import BatchPollerDependencies
+from shared.batches import BatchCall, BatchStatus, OpenBatch, ProviderBatch, answer_of, schema_of
+from shared.job import BlobLocation, JobRecord, JobResult, StepOutput
+from shared.lifecycle import JobStatus
+from shared.observability import logger
+from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
+from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
+from shared.retention import end_input, input_expiry
+
+_WAITING = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
+
+
+@dataclass
+class PollReport:
+    """One run: open batches seen, ended ones seen through, jobs handed back, and the alarms' counts."""
+
+    open: int = 0
+    ended: int = 0
+    handed_back: int = 0
+    overdue: int = 0  # open past the completion window
+    failed: int = 0  # ended failed or expired
+    errors: int = 0  # batches this run could not look at (the next run tries again)
+
+
+def poll(deps: BatchPollerDependencies) -> PollReport:
+    """One look at every open batch (up to the run's limit)."""
+    report = PollReport()
+    for batch in deps.batches.list_open(deps.settings.max_batches_per_run):
+        report.open += 1
+        report.overdue += batch.overdue(deps.clock.now())
+        try:
+            _look_at(deps, batch, report)
+        except Exception:  # noqa: BLE001 - logged; one batch must not hold up the others
+            logger.exception("the poller could not see a batch through", extra={"batch_id": batch.batch_id})
+            report.errors += 1
+    return report
+
+
+def _look_at(deps: BatchPollerDependencies, batch: OpenBatch, report: PollReport) -> None:
+    provider = deps.api().retrieve(batch.batch_id)
+    if provider.ended:
+        report.ended += 1
+        report.failed += provider.status in (BatchStatus.FAILED, BatchStatus.EXPIRED)
+        report.handed_back += _see_through(deps, batch, provider)
+        deps.batches.delete(batch.batch_id)  # last: a run that died before it is repeated
+    else:
+        _honour_cancels(deps, batch, provider)
+
+
+def _waiting(deps: BatchPollerDependencies, batch: OpenBatch) -> dict[str, JobRecord]:
+    """The batch's jobs that still wait on it: Running or CancellationRequested under the call's hold."""
+    holds = {call.job_id: call.hold for call in batch.calls}
+    waiting: dict[str, JobRecord] = {}
+    for job_id in batch.job_ids:
+        job = deps.repository.get_job(job_id)
+        if job is not None and job.status in _WAITING and job.lease_token == holds[job_id]:
+            waiting[job_id] = job
+    return waiting
+
+
+def _honour_cancels(deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch) -> None:
+    waiting = _waiting(deps, batch)
+    for job in waiting.values():
+        if job.status is JobStatus.CANCELLATION_REQUESTED:
+            _cancel(deps, job)
+    nobody_waits = all(job.status is JobStatus.CANCELLATION_REQUESTED for job in waiting.values())
+    if nobody_waits and provider.status != "cancelling":
+        # Nobody waits on it any more: stop the provider's work (what it answered so far is billed).
+        deps.api().cancel(provider.batch_id)
+        logger.info("batch cancelled: no job waits on it", extra={"batch_id": provider.batch_id})
+
+
+def _see_through(deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch) -> int:
+    answers = _lines(deps, provider.output_file_id)
+    schemas = _schemas(deps, batch, provider)
+    handed_back = 0
+    for job_id, job in _waiting(deps, batch).items():
+        if job.status is JobStatus.CANCELLATION_REQUESTED:
+            _cancel(deps, job)  # its answers, late, are discarded
+            continue
+        calls = [call for call in batch.calls if call.job_id == job_id]
+        kept = [
+            _keep(deps, job, call, answers.get(call.custom_id), schemas.get(call.custom_id)) for call in calls
+        ]
+        handed_back += _hand_back(deps, job, fallback=not all(kept))
+    return handed_back
+
+
+def _lines(deps: BatchPollerDependencies, file_id: str | None) -> dict[str, dict[str, Any]]:
+    if file_id is None:
+        return {}
+    return {str(line.get("custom_id")): line for line in deps.api().lines(file_id)}
+
+
+def _schemas(
+    deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch
+) -> dict[str, dict[str, Any] | None]:
+    """The schema each structured call asked for, read back from the batch's input file (the batch
+    keeps no request bodies); none when no call of the batch is structured."""
+    if not any(call.structured for call in batch.calls):
+        return {}
+    return {
+        str(line.get("custom_id")): schema_of(line.get("body") or {})
+        for line in deps.api().lines(provider.input_file_id)
+    }
+
+
+def _keep(
+    deps: BatchPollerDependencies,
+    job: JobRecord,
+    call: BatchCall,
+    line: dict[str, Any] | None,
+    schema: dict[str, Any] | None,
+) -> bool:
+    """Write the call's answer once (a result or a checkpoint); False when there is none to keep."""
+    answer = answer_of(line, schema, deps.validator) if line is not None else None
+    if answer is None:
+        return False
+    if call.final:
+        result = JobResult(job_id=job.job_id, output=answer.text, usage=answer.usage)
+        location: BlobLocation = (
+            "s3" if len(answer.text.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
+        )
+        deps.payloads.put_result(result, location, job.expires_at)
+    else:
+        step = StepOutput(job_id=job.job_id, step_id=call.step_id, output=answer.text, usage=answer.usage)
+        deps.steps.put_step(step, input_expiry(deps.clock.now(), deps.settings.input_retention_hours))
+    return True
+
+
+def _hand_back(deps: BatchPollerDependencies, job: JobRecord, *, fallback: bool) -> int:
+    """Pending under the hold, due now, dispatched. The claim that handed the calls off gives its
+    attempt back, as a flex deferral does: a job is charged attempts for calls that failed, not for
+    waiting on a batch (the next claim looks for a result all the same: functions.worker.service)."""
+    now = deps.clock.now()
+    transition = Transition(
+        job_id=job.job_id,
+        source=JobStatus.RUNNING,
+        target=JobStatus.PENDING,
+        now=now,
+        lease_token=job.lease_token,
+        dispatch_at=now,
+        refund_attempt=True,
+        batch_fallback=fallback,
+    )
+    try:
+        moved = deps.repository.transition(transition)
+    except TransitionConflictError as conflict:
+        current = conflict.current
+        if (
+            current is not None
+            and current.status is JobStatus.CANCELLATION_REQUESTED
+            and current.lease_token == job.lease_token
+        ):
+            _cancel(deps, current)
+        return 0
+    # In its tenant's message group, as every job message is (DESIGN.md, "Fairness between tenants").
+    deps.queues[Lane.of(moved)].send(JobMessage.of(moved, uuid.uuid4().hex))
+    logger.info("job handed back from its batch", extra={"job_id": job.job_id, "fallback": fallback})
+    return 1
+
+
+def _cancel(deps: BatchPollerDependencies, job: JobRecord) -> None:
+    """The terminal write a worker makes on a cancel it observes, under the batch hold."""
+    now: datetime = deps.clock.now()
+    moved = end_input(deps.payloads, job, JobStatus.CANCELED, now, deps.settings.input_retention_hours)
+    transition = Transition(
+        job_id=job.job_id,
+        source=JobStatus.CANCELLATION_REQUESTED,
+        target=JobStatus.CANCELED,
+        now=now,
+        lease_token=job.lease_token,
+        input_location=moved,
+    )
+    try:
+        deps.repository.transition(transition)
+    except TransitionConflictError:
+        logger.info("canceled job moved on first", extra={"job_id": job.job_id})
+        return
+    logger.info("job canceled while its batch ran", extra={"job_id": job.job_id})

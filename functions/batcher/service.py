@@ -1,0 +1,62 @@
+"""The batcher's use case: the calls the workers handed over, one provider batch per model.
+
+DESIGN.md, "Cost tiers": a call goes into a batch only while its job still waits on it (Running or
+CancellationRequested under the call's hold, in no batch yet), so a redelivered message, or a call
+of a job a later claim took over, makes no second line. The batch is recorded (the poller's list)
+before it is named on its jobs; a crash between the two leaves the poller a batch whose jobs name
+none, which it sees through all the same (it goes by the calls, not by the jobs' batchId).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from functions.batcher.dependencies import BatcherDependencies
+from shared.batches import BatchCall, OpenBatch, by_model, input_file
+from shared.lifecycle import JobStatus
+from shared.observability import logger
+from shared.ports import TransitionConflictError
+
+_WAITING = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
+
+
+@dataclass
+class BatcherReport:
+    """What one invocation did: the batches it created and the calls it dropped as stale."""
+
+    batches: list[str] = field(default_factory=list)
+    stale: int = 0
+
+
+def batch_calls(deps: BatcherDependencies, calls: list[BatchCall]) -> BatcherReport:
+    """Create one batch per model of the calls still waiting; raise to have SQS deliver them again."""
+    report = BatcherReport()
+    for model, group in by_model(calls).items():
+        waiting = [call for call in group if _waits(deps, call)]
+        report.stale += len(group) - len(waiting)
+        if not waiting:
+            continue
+        created = deps.api().create(model, input_file(waiting), {"source": "outlast"})
+        deps.batches.put(
+            OpenBatch(
+                batch_id=created.batch_id,
+                model=model,
+                created_at=deps.clock.now(),
+                calls=tuple(call.without_body() for call in waiting),
+            )
+        )
+        for job_id in dict.fromkeys(call.job_id for call in waiting):
+            hold = next(call.hold for call in waiting if call.job_id == job_id)
+            try:
+                deps.repository.record_batch(job_id, hold, created.batch_id)
+            except TransitionConflictError:
+                logger.info("job moved on before its batch was recorded", extra={"job_id": job_id})
+        report.batches.append(created.batch_id)
+    return report
+
+
+def _waits(deps: BatcherDependencies, call: BatchCall) -> bool:
+    job = deps.repository.get_job(call.job_id)
+    return (
+        job is not None and job.status in _WAITING and job.lease_token == call.hold and job.batch_id is None
+    )

@@ -1,0 +1,179 @@
+"""The batch tier's adapters against the fakes that stand for them (DESIGN.md, "Cost tiers"): the
+job writes (the hold, the batch recorded, the hand-back that ends the wait) on DynamoDB (moto) and
+the in-memory repository alike; the open batches' table and its fake; and the Batch API adapter
+through the real openai SDK against the local model server."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+from openai import OpenAI
+
+from outlast.local.model_server import ModelServer
+from shared import resources as r
+from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
+from shared.adapters.openai_batches import OpenAIBatchApi
+from shared.batch_ports import OpenBatchStore
+from shared.batches import BatchCall, OpenBatch, input_file
+from shared.lifecycle import JobStatus
+from shared.ports import JobRepository, Lease, Transition, TransitionConflictError
+from tests.batch_fakes import InMemoryOpenBatchStore
+from tests.fakes import InMemoryJobRepository
+from tests.support import jobs
+from tests.support.storage import Storage
+
+if TYPE_CHECKING:
+    from tests.support.aws import TestResources
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["dynamodb", "fake"])
+def repository(request: pytest.FixtureRequest) -> JobRepository:
+    if request.param == "fake":
+        return InMemoryJobRepository()
+    resources: TestResources = request.getfixturevalue("resources")
+    return Storage(resources).repository()
+
+
+def waiting(repository: JobRepository) -> tuple[str, Lease]:
+    job = jobs.create(repository, jobs.new_job())
+    jobs.claim(repository, job.job_id, token="hold")
+    hold = Lease(token="hold", expires_at=jobs.now_millis() + timedelta(hours=25))
+    held = repository.hold_for_batch(job.job_id, hold)
+    assert held.waiting_for == "provider_batch"
+    assert held.lease_expires_at == hold.expires_at
+    return job.job_id, hold
+
+
+def test_the_hold_shows_the_wait_and_the_batch_is_recorded_under_it(repository: JobRepository) -> None:
+    job_id, _ = waiting(repository)
+
+    recorded = repository.record_batch(job_id, "hold", "batch_1")
+
+    assert recorded.batch_id == "batch_1"
+    read = repository.get_job(job_id)
+    assert read is not None
+    assert (read.status, read.waiting_for, read.batch_id) == (JobStatus.RUNNING, "provider_batch", "batch_1")
+    assert read.status_document().waiting_for == "provider_batch"
+    with pytest.raises(TransitionConflictError):
+        repository.record_batch(job_id, "another-claim", "batch_2")
+
+
+def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepository) -> None:
+    job_id, _ = waiting(repository)
+    repository.record_batch(job_id, "hold", "batch_1")
+    now = jobs.now_millis()
+
+    back = repository.transition(
+        Transition(
+            job_id=job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.PENDING,
+            now=now,
+            lease_token="hold",
+            dispatch_at=now,
+            refund_attempt=True,
+            batch_fallback=True,
+        )
+    )
+
+    read = repository.get_job(job_id)
+    assert read is not None
+    for job in (back, read):
+        assert (job.status, job.waiting_for, job.batch_id) == (JobStatus.PENDING, None, None)
+        assert job.batch_fallback
+        assert (job.attempts, job.stalls) == (0, 0)
+
+
+def test_the_hold_is_refused_to_another_lease(repository: JobRepository) -> None:
+    job = jobs.create(repository, jobs.new_job())
+    jobs.claim(repository, job.job_id, token="claim")
+
+    with pytest.raises(TransitionConflictError):
+        repository.hold_for_batch(job.job_id, Lease(token="other", expires_at=jobs.now_millis()))
+
+
+@pytest.fixture(params=["dynamodb", "fake"])
+def store(request: pytest.FixtureRequest) -> Iterator[OpenBatchStore]:
+    if request.param == "fake":
+        yield InMemoryOpenBatchStore()
+        return
+    resources: TestResources = request.getfixturevalue("resources")
+    dynamodb = Storage(resources).dynamodb
+    table = f"batches-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": r.BATCHES_PARTITION_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": r.BATCHES_PARTITION_KEY, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield DynamoOpenBatchStore(dynamodb, table)
+    dynamodb.delete_table(TableName=table)
+
+
+def call(job_id: str, step: str = "s0") -> BatchCall:
+    return BatchCall(
+        job_id=job_id,
+        hold="hold",
+        step_id=step,
+        attempt=1,
+        final=True,
+        model="gpt-4o-mini",
+        body={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"Summarize {job_id}."}]},
+    )
+
+
+def test_an_open_batch_is_listed_until_it_is_deleted(store: OpenBatchStore) -> None:
+    batch = OpenBatch(
+        batch_id="batch_1",
+        model="gpt-4o-mini",
+        created_at=jobs.now_millis(),
+        calls=(call("job-a").without_body(), call("job-b").without_body()),
+    )
+
+    store.put(batch)
+    store.put(batch)  # a retried put is the same batch
+
+    assert store.list_open(10) == [batch]
+    assert batch.job_ids == ["job-a", "job-b"]
+    store.delete("batch_1")
+    assert store.list_open(10) == []
+
+
+def test_the_batch_api_adapter_creates_retrieves_and_reads_a_batch_through_the_sdk() -> None:
+    with ModelServer(batch_seconds=0.1) as server:
+        api = OpenAIBatchApi(OpenAI(api_key="local", base_url=server.url, max_retries=0))
+        calls = [call("job-a"), call("job-b")]
+
+        created = api.create("gpt-4o-mini", input_file(calls), {"source": "outlast"})
+        assert not created.ended
+        assert [line["custom_id"] for line in api.lines(created.input_file_id)] == [
+            c.custom_id for c in calls
+        ]
+        ended = created
+        for _ in range(200):
+            ended = api.retrieve(created.batch_id)
+            if ended.ended:
+                break
+            time.sleep(0.05)
+
+        assert ended.status == "completed"
+        assert ended.output_file_id is not None
+        answered = {line["custom_id"] for line in api.lines(ended.output_file_id)}
+        assert answered == {c.custom_id for c in calls}
+
+
+def test_the_batch_api_adapter_cancels_a_batch() -> None:
+    with ModelServer(batch_seconds=60) as server:
+        api = OpenAIBatchApi(OpenAI(api_key="local", base_url=server.url, max_retries=0))
+        created = api.create("gpt-4o-mini", input_file([call("job-a")]), {})
+
+        api.cancel(created.batch_id)
+
+        assert api.retrieve(created.batch_id).status == "cancelled"

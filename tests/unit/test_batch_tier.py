@@ -1,0 +1,326 @@
+"""The batch tier through its use cases on fakes (DESIGN.md, "Cost tiers"): the worker hands a batch
+job's calls to the batcher and ends its claim with the job waiting; the batcher makes one batch per
+model of the calls still waiting; the poller writes the answers once and hands the job back, whose
+next claim ends it through the usual terminal write; an expired batch falls back to flex, a cancel
+ends the job at the next poll, and late answers are discarded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from functions.batch_poller.dependencies import BatchPollerDependencies
+from functions.batch_poller.service import poll
+from functions.batch_poller.settings import BatchPollerSettings
+from functions.batcher.dependencies import BatcherDependencies
+from functions.batcher.service import batch_calls
+from shared import resources as r
+from shared.adapters.json_schema import JsonSchemaValidator
+from shared.batches import COMPLETION_WINDOW_SECONDS
+from shared.contract import SubmitRequest
+from shared.job import JobRecord
+from shared.lifecycle import JobStatus
+from shared.ports import Lane, Transition
+from shared.tiers import Tier
+from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
+from tests.fakes import InMemoryJobRepository
+from tests.support.worker_world import World
+from tests.unit.test_extract_worker import VALID, extract_job
+from tests.unit.test_worker_flex import long_job
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    made = World(FLEX_TIMEOUT_SECONDS="5")  # a flex call fits in the test's invocation
+    yield made
+    made.close()
+
+
+class Batch:
+    """The batcher and the poller over the world's fakes."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.api = FakeBatchApi()
+        self.store = InMemoryOpenBatchStore()
+        settings = BatchPollerSettings.model_validate(
+            {
+                r.ENV_JOBS_TABLE: "jobs",
+                r.ENV_PAYLOAD_BUCKET: "payloads",
+                r.ENV_JOBS_QUEUE_URL: "https://jobs",
+                r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
+                r.ENV_BATCHES_TABLE: "batches",
+                r.ENV_OPENAI_SECRET: "secret",
+            }
+        )
+        self.batcher = BatcherDependencies(
+            repository=world.repository, batches=self.store, api=lambda: self.api, clock=world.clock
+        )
+        self.poller = BatchPollerDependencies(
+            settings=settings,
+            repository=world.repository,
+            payloads=world.payloads,
+            steps=world.steps,
+            queues=world.queues,
+            batches=self.store,
+            api=lambda: self.api,
+            validator=JsonSchemaValidator(),
+            clock=world.clock,
+        )
+
+    def run_batcher(self) -> list[str]:
+        calls, self.world.batcher.calls = self.world.batcher.calls, []
+        return batch_calls(self.batcher, calls).batches
+
+    def redeliver(self, job: JobRecord) -> None:
+        """The poller's message of the job, through the worker."""
+        [(message, _)] = self.world.queues[Lane.SHARED].sent
+        self.world.queues[Lane.SHARED].sent.clear()
+        assert message.job_id == job.job_id
+        self.world.deliver(job)
+
+
+@pytest.fixture
+def batch(world: World) -> Batch:
+    return Batch(world)
+
+
+def test_a_batch_job_waits_on_its_batch_then_succeeds_without_a_model_call(
+    world: World, batch: Batch
+) -> None:
+    job = world.job(tier=Tier.BATCH)
+
+    world.deliver(job)
+
+    waiting = world.current(job)
+    assert waiting.status is JobStatus.RUNNING
+    assert waiting.status_document().waiting_for == "provider_batch"
+    assert waiting.lease_expires_at is not None
+    assert waiting.lease_expires_at > world.clock.now() + timedelta(seconds=COMPLETION_WINDOW_SECONDS)
+    [call] = world.batcher.calls
+    assert call.custom_id == f"{job.job_id}:{call.step_id}:1"
+    assert "service_tier" not in call.body
+    assert world.provider.calls == []
+
+    [batch_id] = batch.run_batcher()
+    assert world.current(job).batch_id == batch_id
+    [line] = batch.api.input_lines(batch_id)
+    assert line["custom_id"] == call.custom_id
+    assert line["url"] == "/v1/chat/completions"
+
+    poll(batch.poller)  # still running: nothing moves
+    assert world.current(job).status is JobStatus.RUNNING
+
+    batch.api.finish(batch_id, "completed", {call.custom_id: "The batch's summary."})
+    report = poll(batch.poller)
+    assert report.handed_back == 1
+    assert batch.store.batches == {}
+    assert world.current(job).status is JobStatus.PENDING
+
+    batch.redeliver(job)
+
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert world.provider.calls == []  # the batch's answer was the job's only call
+    assert done.usage is not None
+    assert done.usage.tiers == frozenset({Tier.BATCH})
+    assert done.waiting_for is None
+    stored = world.payloads.find_result(job.job_id)
+    assert stored is not None
+    assert stored[1].output == "The batch's summary."
+
+
+def test_an_expired_batch_sends_the_call_to_flex(world: World, batch: Batch) -> None:
+    job = world.job(tier=Tier.BATCH)
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+
+    batch.api.finish(batch_id, "expired", {})
+    report = poll(batch.poller)
+
+    assert report.failed == 1
+    assert world.current(job).batch_fallback
+    batch.redeliver(job)
+    assert world.current(job).status is JobStatus.SUCCEEDED
+    [request] = world.provider.calls
+    assert request.tier is Tier.FLEX  # within flexFallbackSeconds of its submit
+
+
+def test_a_cancel_ends_the_job_at_the_next_poll_and_its_late_answer_is_discarded(
+    world: World, batch: Batch
+) -> None:
+    job = world.job(tier=Tier.BATCH)
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+    [call] = batch.store.batches[batch_id].calls
+    world.repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.CANCELLATION_REQUESTED,
+            now=world.clock.now(),
+            cancel_requested_at=world.clock.now(),
+        )
+    )
+
+    poll(batch.poller)
+
+    assert world.current(job).status is JobStatus.CANCELED
+    assert batch.api.cancelled == [batch_id]  # nobody waits on it any more
+    batch.api.finish(batch_id, "completed", {call.custom_id: "Too late."})
+    poll(batch.poller)
+    assert world.payloads.find_result(job.job_id) is None
+    assert world.current(job).status is JobStatus.CANCELED
+    assert world.queues[Lane.SHARED].sent == []
+
+
+def test_a_redelivered_call_makes_no_second_batch(world: World, batch: Batch) -> None:
+    job = world.job(tier=Tier.BATCH)
+    world.deliver(job)
+    calls = list(world.batcher.calls)
+    batch.run_batcher()
+
+    world.batcher.calls = calls  # SQS delivers the same message again
+    assert batch.run_batcher() == []
+    assert len(batch.api.batches) == 1
+
+
+def test_a_poller_run_repeated_over_an_ended_batch_changes_nothing(world: World, batch: Batch) -> None:
+    job = world.job(tier=Tier.BATCH)
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+    [call] = batch.store.batches[batch_id].calls
+    batch.api.finish(batch_id, "completed", {call.custom_id: "Once."})
+    kept = batch.store.batches[batch_id]
+
+    poll(batch.poller)
+    batch.store.put(kept)  # a crash before the delete: the next run sees the batch again
+    poll(batch.poller)
+
+    assert len(world.queues[Lane.SHARED].sent) == 1
+    assert world.current(job).status is JobStatus.PENDING
+
+
+def test_a_stream_with_tier_batch_is_refused() -> None:
+    with pytest.raises(ValidationError, match="stream"):
+        SubmitRequest.model_validate(
+            {"operation": "summarize", "input": {"text": "x"}, "options": {"tier": "batch", "stream": True}}
+        )
+
+
+def test_a_long_document_goes_batch_by_batch_and_ends_with_its_final_output(
+    world: World, batch: Batch
+) -> None:
+    job = long_job(world, Tier.BATCH)
+    rounds = 0
+    seen_progress: list[int] = []
+    while world.current(job).status is not JobStatus.SUCCEEDED:
+        rounds += 1
+        assert rounds <= job.total_steps, "the job must move on with every batch"
+        world.deliver(job) if rounds == 1 else batch.redeliver(job)
+        if world.current(job).status is JobStatus.SUCCEEDED:
+            break
+        waiting = world.current(job)
+        assert waiting.waiting_for == "provider_batch"
+        seen_progress.append(waiting.completed_steps)
+        [batch_id] = batch.run_batcher()
+        calls = batch.store.batches[batch_id].calls
+        assert all(not call.final for call in calls)  # each answer is a step's checkpoint
+        batch.api.finish(
+            batch_id, "completed", {call.custom_id: f"Summary of {call.step_id}." for call in calls}
+        )
+        poll(batch.poller)
+
+    done = world.current(job)
+    assert rounds >= 2  # the map steps in one batch, the reduce after them in the next
+    assert seen_progress[0] == 0
+    assert seen_progress[1] > 0  # the first batch's checkpoints show as progress
+    progress = done.status_document().progress
+    assert progress.completed_steps == progress.total_steps
+    assert world.provider.calls == []
+    assert done.usage is not None
+    assert done.usage.tiers == frozenset({Tier.BATCH})
+    assert done.attempts == 1
+
+
+class CrashOnHandBack(InMemoryJobRepository):
+    """A poller that dies right after writing the answers, before the job's hand-back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crash = True
+
+    def transition(self, transition: Transition) -> JobRecord:
+        if self.crash and transition.target is JobStatus.PENDING and transition.batch_fallback is False:
+            self.crash = False
+            raise RuntimeError("the poller's invocation died")
+        return super().transition(transition)
+
+
+def test_a_batch_the_poller_cannot_read_does_not_hold_up_the_others(world: World, batch: Batch) -> None:
+    first, second = world.job(tier=Tier.BATCH), world.job(tier=Tier.BATCH)
+    world.deliver(first)
+    [broken] = batch.run_batcher()
+    world.deliver(second)
+    [healthy] = batch.run_batcher()
+    [call] = batch.store.batches[healthy].calls
+    batch.api.finish(healthy, "completed", {call.custom_id: "Fine."})
+    del batch.api.batches[broken]  # the provider cannot find it (a KeyError in the fake)
+
+    report = poll(batch.poller)
+
+    assert (report.errors, report.handed_back) == (1, 1)
+    assert world.current(second).status is JobStatus.PENDING
+    assert broken in batch.store.batches  # tried again at the next run
+
+
+def test_a_poller_that_dies_midway_loses_nothing_and_pays_nothing_twice() -> None:
+    repository = CrashOnHandBack()
+    world = World(repository=repository)
+    try:
+        batch = Batch(world)
+        job = world.job(tier=Tier.BATCH)
+        world.deliver(job)
+        [batch_id] = batch.run_batcher()
+        [call] = batch.store.batches[batch_id].calls
+        batch.api.finish(batch_id, "completed", {call.custom_id: "Kept once."})
+
+        assert poll(batch.poller).errors == 1  # a crash midway: its batch stays open
+        assert batch_id in batch.store.batches  # still open: the next run sees it through
+        poll(batch.poller)
+
+        batch.redeliver(job)
+        done = world.current(job)
+        assert done.status is JobStatus.SUCCEEDED
+        assert world.provider.calls == []
+        assert done.usage is not None
+        assert done.usage.input_tokens == 10  # the batch's answer, counted once
+    finally:
+        world.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [('{"vendor": "Acme", "total": 12.5}', True), ('{"vendor": "Acme"}', False), ("not json", False)],
+)
+def test_an_extract_answer_is_kept_only_when_it_matches_its_schema(
+    world: World, batch: Batch, answer: str, kept: bool
+) -> None:
+    job = extract_job(world, tier=Tier.BATCH)
+    world.provider.text = VALID  # the flex call a refused answer falls back to
+    world.deliver(job)
+    [call] = world.batcher.calls
+    assert call.structured
+    [batch_id] = batch.run_batcher()
+
+    batch.api.finish(batch_id, "completed", {call.custom_id: answer})
+    poll(batch.poller)
+    batch.redeliver(job)
+
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert done.batch_fallback is not kept
+    assert len(world.provider.calls) == (0 if kept else 1)  # an answer off its schema is asked again

@@ -22,6 +22,7 @@ from constructs import Construct
 
 from infra import capacity, grants
 from infra.config import StageConfig
+from infra.constructs.budgets import Budgets
 from infra.constructs.outbox import Outbox, secure_queue
 from infra.constructs.storage import Storage
 from infra.constructs.worker import Worker
@@ -50,6 +51,7 @@ class Batch(Construct):
         storage: Storage,
         outbox: Outbox,
         worker: Worker,
+        budgets: Budgets,
     ) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
@@ -122,6 +124,7 @@ class Batch(Construct):
                     isolation_queue_url=outbox.isolation_queue.queue_url,
                     batches_table=self.table.table_name,
                     openai_secret_arn=secret.secret_arn,
+                    budgets_table=budgets.table.table_name,
                 ),
                 timeout=Duration.seconds(55),
                 memory_mb=512,
@@ -141,6 +144,9 @@ class Batch(Construct):
         grants.grant_send(outbox.jobs_queue, self.poller)
         grants.grant_send(outbox.isolation_queue, self.poller)
         grants.grant_secret_value(secret, self.poller)
+        # Late usage (discarded answers the provider billed): a transaction of the (job, batch)
+        # marker's conditional Put and the period counter's Update (shared.budgets.settle_late).
+        grants.grant_table(budgets.table, self.poller, ["PutItem", "UpdateItem"])
         self.rule = events.Rule(
             self,
             BATCH_POLL_RULE,

@@ -13,6 +13,8 @@ Items (pk / sk):
   released) comes, in the same write, so while it carries `checkShard` its run is unsettled, a
   second settlement finds nothing to do, and the closed item is the ledger's record of what the
   run was charged (until its TTL, with the counters').
+- `LATE#{jobId}` / `BATCH#{batchId}`: late usage counted (shared.budgets.LateUsage): the marker
+  that makes a (job, batch)'s late tokens come into `used` once.
 
 Every change of a counter is one TransactWriteItems with the reservation it belongs to; the
 conditions make each at-most-once. A transaction that conflicts with a concurrent one on the same
@@ -36,6 +38,7 @@ from shared.adapters.dynamo_items import deserialize, serialize
 from shared.adapters.dynamodb_tenants import MAX_RUNNING, RUNNING_SORT_KEY, running_key, tenant_pk
 from shared.budgets import (
     BudgetState,
+    LateUsage,
     Reservation,
     ReservationRef,
     ReserveOutcome,
@@ -227,6 +230,45 @@ class DynamoBudgetLedger:
             settlement.reserved_tokens,
             settlement.used_tokens,
         )
+
+    def settle_late(self, late: LateUsage) -> bool:
+        """Put the (job, batch) marker while it does not exist, and add the tokens to used."""
+        marker = {
+            r.BUDGETS_PARTITION_KEY: f"LATE#{late.job_id}",
+            r.BUDGETS_SORT_KEY: f"BATCH#{late.batch_id}",
+            "tenant": late.tenant,
+            "period": late.period,
+            _SETTLED: late.tokens,
+            # Kept as long as the period's counter is (the counter's own TTL is its period's end
+            # plus _KEEP; the marker is written within the period or just after).
+            r.TTL_ATTRIBUTE: epoch_seconds(period_end(late.period) + _KEEP),
+        }
+        items: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": serialize(marker),
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": counter_key(late.tenant, late.period),
+                    "UpdateExpression": "ADD #used :used, #committed :used",
+                    "ExpressionAttributeNames": {"#used": "usedTokens", "#committed": "committedTokens"},
+                    "ExpressionAttributeValues": serialize({":used": late.tokens}),
+                }
+            },
+        ]
+        failed = self._transact(items)
+        if failed is None:
+            return True
+        codes, error = failed
+        if codes[0] == _CONDITION_FAILED:
+            return False  # counted already: the marker exists
+        raise error  # pragma: no cover - a cancellation that is not the condition: a bug
 
     def release(self, reservation: Reservation) -> bool:
         """Close the reservation, counting nothing used, and give all its tokens back."""

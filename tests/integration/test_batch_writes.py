@@ -93,6 +93,17 @@ def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepo
         assert (job.attempts, job.stalls) == (0, 0)
 
 
+def test_the_owners_list_shows_the_wait_as_the_status_document_does(repository: JobRepository) -> None:
+    job_id, _ = waiting(repository)
+    job = repository.get_job(job_id)
+    assert job is not None
+
+    page = repository.list_jobs(job.owner_key, None, 20, None, jobs.now_millis())
+
+    [item] = [item for item in page.items if item.job_id == job_id]
+    assert item.status_document().waiting_for == "provider_batch"  # GET /v1/jobs's items
+
+
 def canceled_in_its_batch(repository: JobRepository) -> str:
     """A waiting job whose cancel the poller honoured: Canceled, under its hold."""
     job_id, _ = waiting(repository)

@@ -21,7 +21,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import capacity, grants
-from infra.config import StageConfig
+from infra.config import VISIBILITY_TIMEOUT_FACTOR, StageConfig
 from infra.constructs.budgets import Budgets
 from infra.constructs.outbox import Outbox, secure_queue
 from infra.constructs.storage import Storage
@@ -34,7 +34,6 @@ from shared import resources as r
 
 # Up to this many calls per batcher invocation (SQS allows 10,000 with a batching window).
 BATCHER_BATCH_SIZE = 1000
-_BATCHER_TIMEOUT_SECONDS = 300
 _MAX_RECEIVES = 5
 
 
@@ -73,8 +72,11 @@ class Batch(Construct):
         self.queue = secure_queue(
             self,
             BATCH_QUEUE,
-            # Six times the function's timeout, as AWS advises for a queue with a batching window.
-            visibility_timeout=Duration.seconds(6 * _BATCHER_TIMEOUT_SECONDS),
+            # Six times the function's timeout plus the batching window, as AWS advises (and as the
+            # jobs queue has it): the calls of a batcher that died come back this long after.
+            visibility_timeout=Duration.seconds(
+                VISIBILITY_TIMEOUT_FACTOR * config.batcher_timeout_seconds + config.batch_window_seconds
+            ),
             dead_letter_queue=sqs.DeadLetterQueue(
                 max_receive_count=_MAX_RECEIVES, queue=self.dead_letter_queue
             ),
@@ -91,7 +93,7 @@ class Batch(Construct):
                     batches_table=self.table.table_name,
                     openai_secret_arn=secret.secret_arn,
                 ),
-                timeout=Duration.seconds(_BATCHER_TIMEOUT_SECONDS),
+                timeout=Duration.seconds(config.batcher_timeout_seconds),
                 memory_mb=512,
                 description="outlast batcher: hand waiting calls to the provider's Batch API",
             ),

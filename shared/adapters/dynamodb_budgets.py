@@ -337,23 +337,34 @@ class DynamoBudgetLedger:
 
     def settled_runs(self, job_id: str) -> dict[int, int]:
         """One strongly consistent Query of the job's reservations: the closed ones' settledTokens."""
-        settled: dict[int, int] = {}
+        return {
+            int(values["run"]): int(values.get(_SETTLED, 0))
+            for values in self._partition(f"RESERVATION#{job_id}")
+            if _OPEN not in values
+        }
+
+    def late_counted(self, job_id: str) -> dict[str, int]:
+        """The late usage counted for a job, by provider batch (one strongly consistent Query)."""
+        return {
+            str(values[r.BUDGETS_SORT_KEY]).removeprefix("BATCH#"): int(values[_SETTLED])
+            for values in self._partition(f"LATE#{job_id}")
+        }
+
+    def _partition(self, pk: str) -> Iterator[dict[str, Any]]:
+        """Every item of one partition key, deserialized, page by page."""
         arguments: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk",
             "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
-            "ExpressionAttributeValues": serialize({":pk": f"RESERVATION#{job_id}"}),
+            "ExpressionAttributeValues": serialize({":pk": pk}),
             "ConsistentRead": True,
         }
         while True:
             with storage_errors():
                 page = self._client.query(**arguments)
-            for item in page.get("Items", []):
-                values = deserialize(item)
-                if _OPEN not in values:
-                    settled[int(values["run"])] = int(values.get(_SETTLED, 0))
+            yield from (deserialize(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                return settled
+                return
             arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # --- operators (outlast ops budgets set | show) ----------------------------------------------

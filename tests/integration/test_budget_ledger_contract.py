@@ -280,3 +280,13 @@ def test_late_usage_comes_into_used_once_per_job_and_batch(ledger: BudgetLedger)
     state = ledger.state("acme", PERIOD)
     assert (state.used, state.reserved, state.committed) == (140, 0, 140)
     assert ledger.settled_runs(job_id) == {0: 120}  # a late count is no run's settlement
+
+
+def test_the_dynamodb_ledger_reads_back_a_jobs_late_usage_by_batch(resources: TestResources) -> None:
+    ledger = DynamoBudgetLedger(Storage(resources).dynamodb, resources.budgets_table)
+    job_id = new_job_id()
+    ledger.settle_late(LateUsage(job_id, "batch_1", "acme", PERIOD, 13))
+    ledger.settle_late(LateUsage(job_id, "batch_2", "acme", PERIOD, 7))
+
+    assert ledger.late_counted(job_id) == {"batch_1": 13, "batch_2": 7}
+    assert ledger.late_counted(new_job_id()) == {}

@@ -172,6 +172,9 @@ class StageConfig(BaseModel):
     # The batch tier (DESIGN.md, "Cost tiers"): how long the batcher's queue gathers calls into one
     # invocation (so into one provider batch per model), and how often the poller looks at open batches.
     batch_window_seconds: int = Field(default=60, alias="batchWindowSeconds", ge=1, le=300)
+    # The batcher's timeout (one upload and one create per model); its queue's visibility timeout is
+    # six times it plus the batching window: the calls of a batcher that died come back that late.
+    batcher_timeout_seconds: int = Field(default=300, alias="batcherTimeoutSeconds", ge=10, le=900)
     batch_poll_schedule: str = Field(default="rate(1 minute)", alias="batchPollSchedule", min_length=1)
     openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
     # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own

@@ -401,9 +401,10 @@ def batch_poller_environment(
     isolation_queue_url: str,
     batches_table: str,
     openai_secret_arn: str,
+    budgets_table: str,
 ) -> dict[str, str]:
     """The batch poller: the jobs and payloads it writes, the queues it hands jobs back to, the
-    open batches, the provider."""
+    open batches, the provider, the budgets late usage comes into."""
     return settings_environment(
         BatchPollerSettings,
         {
@@ -416,5 +417,6 @@ def batch_poller_environment(
             "openai_base_url": config.openai_base_url,
             "provider_timeout_seconds": config.provider_timeout_seconds,
             "input_retention_hours": config.input_retention_hours,
+            "budgets_table": budgets_table,
         },
     )

@@ -119,7 +119,14 @@ class OutlastStack(Stack):
             fairness=fairness,
         )
         batch = Batch(
-            self, BATCH, config=config, factory=factory, storage=storage, outbox=outbox, worker=worker
+            self,
+            BATCH,
+            config=config,
+            factory=factory,
+            storage=storage,
+            outbox=outbox,
+            worker=worker,
+            budgets=budgets,
         )
         api = Api(
             self,

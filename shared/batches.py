@@ -158,6 +158,11 @@ def answer_of(
     return BatchAnswer(text=text, usage=_usage_of(body.get("usage")))
 
 
+def billed_usage(line: Mapping[str, Any]) -> Usage | None:
+    """What the provider billed for a line of the output file, whatever its answer (kept or not)."""
+    return _usage_of(((line.get("response") or {}).get("body") or {}).get("usage"))
+
+
 def schema_of(body: Mapping[str, Any]) -> dict[str, Any] | None:
     """The JSON Schema a line's request asked its answer to match, if any."""
     response_format = body.get("response_format") or {}

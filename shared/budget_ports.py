@@ -8,7 +8,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from shared.budgets import BudgetState, Reservation, ReservationRef, ReserveResult, Settlement
+    from shared.budgets import (
+        BudgetState,
+        LateUsage,
+        Reservation,
+        ReservationRef,
+        ReserveResult,
+        Settlement,
+    )
 
 
 class BudgetLedger(Protocol):
@@ -31,6 +38,11 @@ class BudgetLedger(Protocol):
     def settle(self, settlement: Settlement) -> bool:
         """Close the run's reservation and move its tokens: reserved -= reserved_tokens, used +=
         used_tokens. False when it is not open (settled or released already)."""
+        ...
+
+    def settle_late(self, late: LateUsage) -> bool:
+        """used += tokens, together with the (job, batch) marker, only while the marker does not
+        exist: False when this late usage was counted already."""
         ...
 
     def release(self, reservation: Reservation) -> bool:

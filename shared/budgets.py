@@ -297,6 +297,45 @@ def apply_settlement(ledger: BudgetLedger, settlement: Settlement) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class LateUsage:
+    """Usage the provider billed after the job's run was settled: the answers a provider batch gave
+    a job that had moved on (canceled, DESIGN.md "Cost tiers"). It comes into `used` once per (job,
+    batch), in the period the run reserved in; no reservation goes."""
+
+    job_id: str
+    batch_id: str
+    tenant: str
+    period: str
+    tokens: int
+
+
+def late_usage_for(job: JobRecord, batch_id: str, usage: Usage) -> LateUsage | None:
+    """The budget's share of a batch's late usage on a job; None when the job's run holds no
+    reservation (its tenant has no limit: no budget write at all) or nothing was billed."""
+    tokens = usage_tokens(usage)
+    if job.budget is None or tokens == 0:
+        return None
+    return LateUsage(job.job_id, batch_id, job.tenant, job.budget.period, tokens)
+
+
+def settle_late(ledger: BudgetLedger, late: LateUsage) -> bool:
+    """Count late usage once (the ledger keeps a marker per (job, batch)); True when this call did."""
+    if not ledger.settle_late(late):
+        return False
+    metrics.add_metric(name="BudgetLateTokens", unit="Count", value=late.tokens)
+    logger.info(
+        "late usage settled",
+        extra={
+            "job_id": late.job_id,
+            "batch_id": late.batch_id,
+            "tenant": late.tenant,
+            "tokens": late.tokens,
+        },
+    )
+    return True
+
+
 # --- repair (the sweeper) ---------------------------------------------------------------------
 
 

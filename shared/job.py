@@ -226,6 +226,9 @@ class JobRecord(JobSummary):
     # batch of it expired or failed, so its later calls run as a flex job's (shared.tiers).
     batch_id: str | None = None
     batch_fallback: bool = False
+    # The batches the poller saw this job through: `{id}:back` handed back (its answers kept),
+    # `{id}:late` its discarded answers' usage counted (handed_back_marker, late_marker).
+    batches_seen: frozenset[str] = frozenset()
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""
@@ -333,3 +336,13 @@ class IdempotencyRecord(BaseModel):
     max_attempts: int
     job_expires_at: datetime
     plan: PlanParameters = PlanParameters()
+
+
+def handed_back_marker(batch_id: str) -> str:
+    """JobRecord.batches_seen's entry for a job handed back from a batch: its answers were kept."""
+    return f"{batch_id}:back"
+
+
+def late_marker(batch_id: str) -> str:
+    """JobRecord.batches_seen's entry for a job whose discarded answers' usage is counted."""
+    return f"{batch_id}:late"

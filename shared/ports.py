@@ -108,6 +108,9 @@ class Transition:
     budget: BudgetHold | None = None
     # A batch job's batch expired or failed: its later calls run as a flex job's (shared.tiers).
     batch_fallback: bool = False
+    # The poller hands the job back from this provider batch: its answers were kept, so none of
+    # them is late usage (JobRecord.batches_seen; JobRepository.count_late_usage).
+    batch_seen: str | None = None
     # Only while the job is still in the run this many redrives in (the run a reservation was
     # made after: a redrive that raced another one must not carry a hold made for a stale run).
     require_redrive_count: int | None = None
@@ -208,6 +211,14 @@ class JobRepository(Protocol):
 
     def record_batch(self, job_id: str, hold_token: str, batch_id: str) -> JobRecord:
         """While the hold is the job's: the provider batch its calls are in."""
+        ...
+
+    def count_late_usage(self, job_id: str, batch_id: str, usage: Usage) -> JobRecord | None:
+        """Add the usage of a batch's discarded answers to an ended job, once per (job, batch): only
+        while the job is terminal and neither was handed back from the batch nor counted it yet.
+        The job as it now stands when its late usage is counted (now or by an earlier call: the
+        budget's own write may still be owed), None when this batch's usage is not late for it
+        (handed back, not ended, gone)."""
         ...
 
     def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from shared.budgets import (
     BudgetState,
+    LateUsage,
     Reservation,
     ReservationRef,
     ReserveOutcome,
@@ -41,6 +42,8 @@ class InMemoryBudgetLedger:
     reservations: dict[ReservationRef, Reservation] = field(default_factory=dict)  # the open ones
     # Closed reservations (settled or released), with what each counted as used.
     closed: dict[ReservationRef, tuple[Reservation, int]] = field(default_factory=dict)
+    # Late usage counted, by (job, batch): the markers.
+    late: dict[tuple[str, str], int] = field(default_factory=dict)
     writes: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -121,6 +124,16 @@ class InMemoryBudgetLedger:
         with self._lock:
             self.reads.append("open_reservations")
             return {ref for ref in refs if ref in self.reservations}
+
+    def settle_late(self, late: LateUsage) -> bool:
+        """used += tokens with the (job, batch) marker, once."""
+        with self._lock:
+            if (late.job_id, late.batch_id) in self.late:
+                return False
+            self.late[(late.job_id, late.batch_id)] = late.tokens
+            self.counters.setdefault((late.tenant, late.period), Counter()).used += late.tokens
+            self.writes.append("settle_late")
+            return True
 
     def settled_runs(self, job_id: str) -> dict[int, int]:
         """What each closed run of the job counted as used."""

@@ -28,6 +28,9 @@ from shared.job import (
     JobSummary,
     StepOutput,
     Usage,
+    add_usage,
+    handed_back_marker,
+    late_marker,
 )
 from shared.lifecycle import TERMINAL, JobStatus, check_transition
 from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError
@@ -209,6 +212,20 @@ class InMemoryJobRepository:
         self.writes.append("record_batch")
         return written
 
+    def count_late_usage(self, job_id: str, batch_id: str, usage: Usage) -> JobRecord | None:
+        """Terminal, and neither handed back from the batch nor counted yet: the usage adds up and
+        the late marker comes (written as a heartbeat); else the job when it was counted before."""
+        current = self.jobs.get(job_id)
+        late = late_marker(batch_id)
+        if current is None or current.status not in TERMINAL:
+            return None
+        if handed_back_marker(batch_id) in current.batches_seen or late in current.batches_seen:
+            return current if late in current.batches_seen else None
+        changes = {"usage": add_usage(current.usage, usage), "batches_seen": current.batches_seen | {late}}
+        written = self._written(current.model_copy(update=changes), "heartbeat")
+        self.writes.append("count_late_usage")
+        return written
+
     def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
         """A heartbeat's condition; outputAttempt + 1 (written as a heartbeat)."""
         current = self.jobs.get(job_id)
@@ -368,6 +385,8 @@ def _field_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
     changes.update(waiting_for=None, batch_id=None)
     if t.batch_fallback:
         changes["batch_fallback"] = True
+    if t.batch_seen is not None:
+        changes["batches_seen"] = job.batches_seen | {handed_back_marker(t.batch_seen)}
     return changes
 
 

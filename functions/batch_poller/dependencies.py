@@ -10,6 +10,7 @@ import boto3
 
 from functions.batch_poller.settings import BatchPollerSettings
 from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
+from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.adapters.dynamodb_jobs import DynamoJobRepository
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.adapters.openai_batch_client import batch_api_on_first_use
@@ -17,6 +18,7 @@ from shared.adapters.payloads import DynamoS3PayloadStore
 from shared.adapters.sqs_queue import SqsJobQueue
 from shared.adapters.step_checkpoints import DynamoStepStore
 from shared.batch_ports import BatchApi, OpenBatchStore
+from shared.budget_ports import BudgetLedger
 from shared.clock import Clock, SystemClock
 from shared.extraction.answers import SchemaValidator
 from shared.lazy import once
@@ -35,6 +37,7 @@ class BatchPollerDependencies:
     batches: OpenBatchStore
     api: Callable[[], BatchApi]
     validator: SchemaValidator  # extract's answers are checked before they are kept
+    budgets: BudgetLedger  # late usage (discarded answers, billed all the same) comes in once
     clock: Clock
 
 
@@ -57,5 +60,6 @@ def build_dependencies(settings: BatchPollerSettings) -> BatchPollerDependencies
         batches=DynamoOpenBatchStore(dynamodb, settings.batches_table),
         api=batch_api_on_first_use(settings, once(lambda: boto3.client("secretsmanager"))),
         validator=JsonSchemaValidator(),
+        budgets=DynamoBudgetLedger(dynamodb, settings.budgets_table),
         clock=SystemClock(),
     )

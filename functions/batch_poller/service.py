@@ -8,8 +8,10 @@ Then each job still waiting goes back to Pending under its hold and is dispatche
 adopts the result (the usual terminal write), or sends its next ready steps to the next batch. A
 job with a call left unanswered (expired or failed batch, a refused or unfit answer) is marked to
 fall back: its remaining calls run at flex, then standard, where their errors are classified as
-any call's. A job that moved on (canceled, taken over) has its late answers discarded. Every write
-is conditional on the call's hold, so a second run over the same batch changes nothing; the batch
+any call's. A job that moved on (canceled, taken over) has its late answers discarded, but what the
+provider billed for them is counted onto the ended job and its tenant's budget once per (job,
+batch) (`_settle_late`). Every write is conditional (on the call's hold, or on the job's record of
+the batches it was seen through), so a second run over the same batch changes nothing; the batch
 leaves the open list last.
 """
 
@@ -21,8 +23,17 @@ from datetime import datetime
 from typing import Any
 
 from functions.batch_poller.dependencies import BatchPollerDependencies
-from shared.batches import BatchCall, BatchStatus, OpenBatch, ProviderBatch, answer_of, schema_of
-from shared.job import BlobLocation, JobRecord, JobResult, StepOutput
+from shared.batches import (
+    BatchCall,
+    BatchStatus,
+    OpenBatch,
+    ProviderBatch,
+    answer_of,
+    billed_usage,
+    schema_of,
+)
+from shared.budgets import late_usage_for, settle_late
+from shared.job import BlobLocation, JobRecord, JobResult, StepOutput, add_usage
 from shared.lifecycle import JobStatus
 from shared.observability import logger
 from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
@@ -95,17 +106,47 @@ def _honour_cancels(deps: BatchPollerDependencies, batch: OpenBatch, provider: P
 def _see_through(deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch) -> int:
     answers = _lines(deps, provider.output_file_id)
     schemas = _schemas(deps, batch, provider)
+    waiting = _waiting(deps, batch)
     handed_back = 0
-    for job_id, job in _waiting(deps, batch).items():
-        if job.status is JobStatus.CANCELLATION_REQUESTED:
-            _cancel(deps, job)  # its answers, late, are discarded
-            continue
+    for job_id in batch.job_ids:
         calls = [call for call in batch.calls if call.job_id == job_id]
-        kept = [
-            _keep(deps, job, call, answers.get(call.custom_id), schemas.get(call.custom_id)) for call in calls
-        ]
-        handed_back += _hand_back(deps, job, fallback=not all(kept))
+        job = waiting.get(job_id)
+        if job is not None and job.status is JobStatus.RUNNING:
+            kept = [
+                _keep(deps, job, call, answers.get(call.custom_id), schemas.get(call.custom_id))
+                for call in calls
+            ]
+            if _hand_back(deps, job, batch.batch_id, fallback=not all(kept)):
+                handed_back += 1
+                continue
+        elif job is not None:
+            _cancel(deps, job)  # its answers, late, are discarded
+        _settle_late(
+            deps,
+            job_id,
+            batch.batch_id,
+            [answers[call.custom_id] for call in calls if call.custom_id in answers],
+        )
     return handed_back
+
+
+def _settle_late(
+    deps: BatchPollerDependencies, job_id: str, batch_id: str, lines: list[dict[str, Any]]
+) -> None:
+    """Count what the provider billed for a job's discarded answers: onto the ended job, then its
+    tenant's budget, once per (job, batch) each (both writes are conditional, so a run repeated
+    after a crash between them makes the one still owed). A job handed back from this batch by an
+    earlier run, or not ended (taken over after its hold ran out), counts nothing here."""
+    usage = add_usage(*(billed_usage(line) for line in lines))
+    if usage is None:
+        return
+    job = deps.repository.count_late_usage(job_id, batch_id, usage)
+    if job is None:
+        logger.info("late answers discarded uncounted", extra={"job_id": job_id, "batch_id": batch_id})
+        return
+    late = late_usage_for(job, batch_id, usage)
+    if late is not None:
+        settle_late(deps.budgets, late)
 
 
 def _lines(deps: BatchPollerDependencies, file_id: str | None) -> dict[str, dict[str, Any]]:
@@ -150,7 +191,7 @@ def _keep(
     return True
 
 
-def _hand_back(deps: BatchPollerDependencies, job: JobRecord, *, fallback: bool) -> int:
+def _hand_back(deps: BatchPollerDependencies, job: JobRecord, batch_id: str, *, fallback: bool) -> bool:
     """Pending under the hold, due now, dispatched. The claim that handed the calls off gives its
     attempt back, as a flex deferral does: a job is charged attempts for calls that failed, not for
     waiting on a batch (the next claim looks for a result all the same: functions.worker.service)."""
@@ -164,6 +205,7 @@ def _hand_back(deps: BatchPollerDependencies, job: JobRecord, *, fallback: bool)
         dispatch_at=now,
         refund_attempt=True,
         batch_fallback=fallback,
+        batch_seen=batch_id,  # its answers were kept: none of this batch's usage is late for it
     )
     try:
         moved = deps.repository.transition(transition)
@@ -175,11 +217,11 @@ def _hand_back(deps: BatchPollerDependencies, job: JobRecord, *, fallback: bool)
             and current.lease_token == job.lease_token
         ):
             _cancel(deps, current)
-        return 0
+        return False
     # In its tenant's message group, as every job message is (DESIGN.md, "Fairness between tenants").
     deps.queues[Lane.of(moved)].send(JobMessage.of(moved, uuid.uuid4().hex))
     logger.info("job handed back from its batch", extra={"job_id": job.job_id, "fallback": fallback})
-    return 1
+    return True
 
 
 def _cancel(deps: BatchPollerDependencies, job: JobRecord) -> None:

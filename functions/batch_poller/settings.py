@@ -3,11 +3,12 @@
 from pydantic import Field
 
 from shared import resources as r
-from shared.settings import BatchProviderSettings, JobPolicySettings
+from shared.settings import BatchProviderSettings, BudgetStorageSettings, JobPolicySettings
 
 
-class BatchPollerSettings(JobPolicySettings, BatchProviderSettings):
-    """The jobs and their payloads, the queues jobs go back to, the open batches, the provider."""
+class BatchPollerSettings(JobPolicySettings, BatchProviderSettings, BudgetStorageSettings):
+    """The jobs and their payloads, the queues jobs go back to, the open batches, the provider, and
+    the budgets late usage comes into."""
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     payload_bucket: str = Field(alias=r.ENV_PAYLOAD_BUCKET, min_length=1)

@@ -21,7 +21,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import capacity, grants
-from infra.config import StageConfig
+from infra.config import VISIBILITY_TIMEOUT_FACTOR, StageConfig
+from infra.constructs.budgets import Budgets
 from infra.constructs.outbox import Outbox, secure_queue
 from infra.constructs.storage import Storage
 from infra.constructs.worker import Worker
@@ -33,7 +34,6 @@ from shared import resources as r
 
 # Up to this many calls per batcher invocation (SQS allows 10,000 with a batching window).
 BATCHER_BATCH_SIZE = 1000
-_BATCHER_TIMEOUT_SECONDS = 300
 _MAX_RECEIVES = 5
 
 
@@ -50,6 +50,7 @@ class Batch(Construct):
         storage: Storage,
         outbox: Outbox,
         worker: Worker,
+        budgets: Budgets,
     ) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
@@ -71,8 +72,11 @@ class Batch(Construct):
         self.queue = secure_queue(
             self,
             BATCH_QUEUE,
-            # Six times the function's timeout, as AWS advises for a queue with a batching window.
-            visibility_timeout=Duration.seconds(6 * _BATCHER_TIMEOUT_SECONDS),
+            # Six times the function's timeout plus the batching window, as AWS advises (and as the
+            # jobs queue has it): the calls of a batcher that died come back this long after.
+            visibility_timeout=Duration.seconds(
+                VISIBILITY_TIMEOUT_FACTOR * config.batcher_timeout_seconds + config.batch_window_seconds
+            ),
             dead_letter_queue=sqs.DeadLetterQueue(
                 max_receive_count=_MAX_RECEIVES, queue=self.dead_letter_queue
             ),
@@ -89,7 +93,7 @@ class Batch(Construct):
                     batches_table=self.table.table_name,
                     openai_secret_arn=secret.secret_arn,
                 ),
-                timeout=Duration.seconds(_BATCHER_TIMEOUT_SECONDS),
+                timeout=Duration.seconds(config.batcher_timeout_seconds),
                 memory_mb=512,
                 description="outlast batcher: hand waiting calls to the provider's Batch API",
             ),
@@ -122,6 +126,7 @@ class Batch(Construct):
                     isolation_queue_url=outbox.isolation_queue.queue_url,
                     batches_table=self.table.table_name,
                     openai_secret_arn=secret.secret_arn,
+                    budgets_table=budgets.table.table_name,
                 ),
                 timeout=Duration.seconds(55),
                 memory_mb=512,
@@ -141,6 +146,9 @@ class Batch(Construct):
         grants.grant_send(outbox.jobs_queue, self.poller)
         grants.grant_send(outbox.isolation_queue, self.poller)
         grants.grant_secret_value(secret, self.poller)
+        # Late usage (discarded answers the provider billed): a transaction of the (job, batch)
+        # marker's conditional Put and the period counter's Update (shared.budgets.settle_late).
+        grants.grant_table(budgets.table, self.poller, ["PutItem", "UpdateItem"])
         self.rule = events.Rule(
             self,
             BATCH_POLL_RULE,

@@ -22,6 +22,9 @@ FAULT_SHARE = 0.05  # each fault kind's share of the jobs; what is left runs wit
 CONCURRENT_SUBMITS = 10
 POISON_SHARE = 30  # one poison message per this many jobs (at least two)
 STREAM_SHARE = 0.5  # of the summarize and analyze jobs, about this share streams its output
+# Of the jobs without a fault, about this share runs at the batch tier (DESIGN.md, "Cost tiers"),
+# beside the batch faults' own jobs: through the batcher and the poller, among the others' faults.
+BATCH_SHARE = 0.25
 
 
 class Fault(StrEnum):
@@ -34,6 +37,8 @@ class Fault(StrEnum):
     RELAY_OUTAGE = ProcessFault.RELAY_OUTAGE.value
     WORKER_DEATH_AFTER_CLAIM = ProcessFault.WORKER_DEATH_AFTER_CLAIM.value
     WORKER_DEATH_AFTER_MODEL_CALL = ProcessFault.WORKER_DEATH_AFTER_MODEL_CALL.value
+    BATCHER_DEATH_AFTER_CREATE = ProcessFault.BATCHER_DEATH_AFTER_CREATE.value
+    POLLER_DEATH_AFTER_ANSWERS = ProcessFault.POLLER_DEATH_AFTER_ANSWERS.value
     DUPLICATE_DELIVERY = "duplicate_delivery"
     PROVIDER_429_STORM = "provider_429_storm"
     PROVIDER_5XX_STORM = "provider_5xx_storm"
@@ -84,6 +89,19 @@ PROFILES: dict[Fault, FaultProfile] = {
     ),
     Fault.WORKER_DEATH_AFTER_MODEL_CALL: FaultProfile(
         tag(ProcessFault.WORKER_DEATH_AFTER_MODEL_CALL), 1, _SUCCEEDS, "an unrecorded answer costs one call"
+    ),
+    # Batch-tier jobs: the provider's batch answers the one call, however often it is handed over.
+    Fault.BATCHER_DEATH_AFTER_CREATE: FaultProfile(
+        tag(ProcessFault.BATCHER_DEATH_AFTER_CREATE),
+        0,
+        _SUCCEEDS,
+        "a batch nothing recorded is made again from the redelivered calls",
+    ),
+    Fault.POLLER_DEATH_AFTER_ANSWERS: FaultProfile(
+        tag(ProcessFault.POLLER_DEATH_AFTER_ANSWERS),
+        0,
+        _SUCCEEDS,
+        "the next poll hands back a job whose answers were written",
     ),
     Fault.DUPLICATE_DELIVERY: FaultProfile("", 0, _SUCCEEDS, "a claim is atomic: copies make no calls"),
     Fault.PROVIDER_429_STORM: FaultProfile(
@@ -149,6 +167,12 @@ class PlannedJob:
         return bool(options and options.get("stream"))
 
     @property
+    def batch(self) -> bool:
+        """True when the job runs at the batch tier (options.tier)."""
+        options = self.request.get("options")
+        return bool(options and options.get("tier") == "batch")
+
+    @property
     def labels(self) -> tuple[str, ...] | None:
         """The classify labels, if any."""
         options = self.request.get("options")
@@ -202,11 +226,17 @@ def _request(fault: Fault, index: int, run_id: str, rng: random.Random) -> JsonO
     operation = rng.choice(("summarize", "analyze", "classify"))
     if fault is Fault.PROVIDER_STREAM_CUT:
         operation = "summarize"  # only a streamed call can be cut mid-way
-    if operation == "classify":
-        return {"operation": operation, "input": {"text": text}, "options": {"labels": list(_LABELS)}}
-    if fault is Fault.PROVIDER_STREAM_CUT or rng.random() < STREAM_SHARE:
-        return {"operation": operation, "input": {"text": text}, "options": {"stream": True}}
-    return {"operation": operation, "input": {"text": text}}
+    options: JsonObject = {"labels": list(_LABELS)} if operation == "classify" else {}
+    if fault in _BATCH_FAULTS or (fault is Fault.NONE and rng.random() < BATCH_SHARE):
+        options["tier"] = "batch"  # never streamed (400)
+    elif operation != "classify" and (fault is Fault.PROVIDER_STREAM_CUT or rng.random() < STREAM_SHARE):
+        options["stream"] = True
+    if not options:
+        return {"operation": operation, "input": {"text": text}}
+    return {"operation": operation, "input": {"text": text}, "options": options}
+
+
+_BATCH_FAULTS = frozenset({Fault.BATCHER_DEATH_AFTER_CREATE, Fault.POLLER_DEATH_AFTER_ANSWERS})
 
 
 def _long_text(opening: str, rng: random.Random) -> str:

@@ -16,7 +16,11 @@ no hook: what runs is the deployed code, with faults added around it from the ou
 - `worker_death_after_claim`: exit right after `JobWorker._claim` returns a run (the lease is held);
 - `worker_death_after_model_call`: exit right after `JobWorker._call_under_lease` (or, for a
   streaming job, `_stream_under_lease`) returns the answer, before anything is recorded. A worker
-  death takes the whole batch with it.
+  death takes the whole batch with it;
+- `batcher_death_after_create`: exit right after `OpenAIBatchApi.create` returns, for a batch that
+  holds the job's call: the provider batch exists, nothing recorded it (the SQS messages come back);
+- `poller_death_after_answers`: exit right before the poller hands the job back from its ended
+  batch, its answers written (the batch stays open for the next run).
 
 An exit makes the local runtime report a failed invocation, as Lambda does when a runtime
 dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on the queue.
@@ -25,6 +29,7 @@ dies: API Gateway answers 500 to the client, the SQS poller leaves the batch on 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import threading
@@ -198,10 +203,50 @@ def _patch_worker(injector: Injector) -> None:
     _wrap(JobWorker, "_stream_under_lease", call)  # a streaming job's call: its events are written
 
 
+def _patch_batcher(injector: Injector) -> None:
+    from shared.adapters.openai_batches import OpenAIBatchApi  # noqa: PLC0415 - the function's own code
+
+    def create(original: Any) -> Any:
+        def create_batch(self: Any, model: str, input_file: bytes, metadata: dict[str, str]) -> Any:
+            created = original(self, model, input_file, metadata)
+            for job_id in _input_job_ids(input_file):
+                injector.die_if(ProcessFault.BATCHER_DEATH_AFTER_CREATE, job_id)
+            return created
+
+        return create_batch
+
+    _wrap(OpenAIBatchApi, "create", create)
+
+
+def _input_job_ids(input_file: bytes) -> list[str]:
+    """The jobs of a batch's JSONL input file (`custom_id` is job:step:attempt)."""
+    found = []
+    for line in input_file.decode("utf-8").splitlines():
+        with contextlib.suppress(ValueError, AttributeError):
+            found.append(str(json.loads(line).get("custom_id", "")).split(":", 1)[0])
+    return list(dict.fromkeys(job_id for job_id in found if job_id))
+
+
+def _patch_poller(injector: Injector) -> None:
+    from functions.batch_poller import service  # noqa: PLC0415 - the function's own code
+
+    def hand_back(original: Any) -> Any:
+        def _hand_back(deps: Any, job: Any, batch_id: str, **options: Any) -> Any:
+            injector.die_if(ProcessFault.POLLER_DEATH_AFTER_ANSWERS, str(job.job_id))
+            return original(deps, job, batch_id, **options)
+
+        return _hand_back
+
+    # A module function: _see_through looks it up in the module at each call.
+    setattr(service, "_hand_back", hand_back(service._hand_back))  # noqa: B010
+
+
 _PATCHES: dict[str, Callable[[Injector], None]] = {
     "functions.submit.": _patch_submit,
     "functions.relay.": _patch_relay,
     "functions.worker.": _patch_worker,
+    "functions.batcher.": _patch_batcher,
+    "functions.batch_poller.": _patch_poller,
 }
 
 

@@ -43,6 +43,10 @@ class ProcessFault(StrEnum):
     RELAY_OUTAGE = "relay_outage"
     WORKER_DEATH_AFTER_CLAIM = "worker_death_after_claim"
     WORKER_DEATH_AFTER_MODEL_CALL = "worker_death_after_model_call"
+    # Batch-tier jobs (DESIGN.md, "Cost tiers"): the batcher dies once its provider batch exists
+    # (nothing recorded it), the poller once a job's answers are written (before its hand-back).
+    BATCHER_DEATH_AFTER_CREATE = "batcher_death_after_create"
+    POLLER_DEATH_AFTER_ANSWERS = "poller_death_after_answers"
 
     @property
     def once(self) -> bool:

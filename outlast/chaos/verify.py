@@ -495,7 +495,8 @@ class Verifier:
         if report.budget_reserved:
             report.budget_mismatches.append(f"{report.budget_reserved} tokens still reserved after the drain")
         for job_id, seen in self.observed.items():
-            charged = sum(ledger.settled_runs(job_id).values())
+            # What its runs' settlements counted, and the usage of its batches' late answers.
+            charged = sum(ledger.settled_runs(job_id).values()) + sum(ledger.late_counted(job_id).values())
             served = sum(
                 tally.get(key, {}).get("inputTokens", 0) + tally.get(key, {}).get("outputTokens", 0)
                 for key in seen.hashes

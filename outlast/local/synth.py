@@ -25,6 +25,9 @@ LOCAL_CONTEXT: dict[str, Any] = {
     "consoleOrigin": LOCAL_CONSOLE_ORIGIN,
     # A short batching window, so that a batch job ends in seconds.
     "batchWindowSeconds": "2",
+    # A short batcher timeout, so that the calls of a batcher that died come back within a minute
+    # (its queue's visibility timeout is six times it).
+    "batcherTimeoutSeconds": "10",
 }
 STACK_TEMPLATE = f"{STACK_ID}.template.json"
 

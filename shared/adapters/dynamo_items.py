@@ -50,6 +50,7 @@ TIER_ATTRIBUTE = "tier"  # JobRecord.tier: absent for standard, the default
 WAITING_FOR_ATTRIBUTE = "waitingFor"
 BATCH_ID_ATTRIBUTE = "batchId"
 BATCH_FALLBACK_ATTRIBUTE = "batchFallback"
+BATCHES_SEEN_ATTRIBUTE = "batchesSeen"  # JobRecord.batches_seen: a string set, absent while empty
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(
     input_tokens=9_999_999,
@@ -157,6 +158,7 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         MAX_RUNNING_ATTRIBUTE: job.max_running or None,
         SLOT_ATTRIBUTE: job.slot,
         TIER_ATTRIBUTE: job.tier.value if job.tier is not Tier.STANDARD else None,
+        BATCHES_SEEN_ATTRIBUTE: set(job.batches_seen) or None,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -257,6 +259,7 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         tier=Tier(values.get(TIER_ATTRIBUTE, Tier.STANDARD.value)),
         batch_id=values.get(BATCH_ID_ATTRIBUTE),
         batch_fallback=bool(values.get(BATCH_FALLBACK_ATTRIBUTE, False)),
+        batches_seen=frozenset(values.get(BATCHES_SEEN_ATTRIBUTE, ())),
     )
 
 

@@ -13,6 +13,8 @@ Items (pk / sk):
   released) comes, in the same write, so while it carries `checkShard` its run is unsettled, a
   second settlement finds nothing to do, and the closed item is the ledger's record of what the
   run was charged (until its TTL, with the counters').
+- `LATE#{jobId}` / `BATCH#{batchId}`: late usage counted (shared.budgets.LateUsage): the marker
+  that makes a (job, batch)'s late tokens come into `used` once.
 
 Every change of a counter is one TransactWriteItems with the reservation it belongs to; the
 conditions make each at-most-once. A transaction that conflicts with a concurrent one on the same
@@ -36,6 +38,7 @@ from shared.adapters.dynamo_items import deserialize, serialize
 from shared.adapters.dynamodb_tenants import MAX_RUNNING, RUNNING_SORT_KEY, running_key, tenant_pk
 from shared.budgets import (
     BudgetState,
+    LateUsage,
     Reservation,
     ReservationRef,
     ReserveOutcome,
@@ -228,6 +231,45 @@ class DynamoBudgetLedger:
             settlement.used_tokens,
         )
 
+    def settle_late(self, late: LateUsage) -> bool:
+        """Put the (job, batch) marker while it does not exist, and add the tokens to used."""
+        marker = {
+            r.BUDGETS_PARTITION_KEY: f"LATE#{late.job_id}",
+            r.BUDGETS_SORT_KEY: f"BATCH#{late.batch_id}",
+            "tenant": late.tenant,
+            "period": late.period,
+            _SETTLED: late.tokens,
+            # Kept as long as the period's counter is (the counter's own TTL is its period's end
+            # plus _KEEP; the marker is written within the period or just after).
+            r.TTL_ATTRIBUTE: epoch_seconds(period_end(late.period) + _KEEP),
+        }
+        items: list[Any] = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": serialize(marker),
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": counter_key(late.tenant, late.period),
+                    "UpdateExpression": "ADD #used :used, #committed :used",
+                    "ExpressionAttributeNames": {"#used": "usedTokens", "#committed": "committedTokens"},
+                    "ExpressionAttributeValues": serialize({":used": late.tokens}),
+                }
+            },
+        ]
+        failed = self._transact(items)
+        if failed is None:
+            return True
+        codes, error = failed
+        if codes[0] == _CONDITION_FAILED:
+            return False  # counted already: the marker exists
+        raise error  # pragma: no cover - a cancellation that is not the condition: a bug
+
     def release(self, reservation: Reservation) -> bool:
         """Close the reservation, counting nothing used, and give all its tokens back."""
         return self._close(reservation.ref, reservation.tenant, reservation.period, reservation.tokens, 0)
@@ -295,23 +337,34 @@ class DynamoBudgetLedger:
 
     def settled_runs(self, job_id: str) -> dict[int, int]:
         """One strongly consistent Query of the job's reservations: the closed ones' settledTokens."""
-        settled: dict[int, int] = {}
+        return {
+            int(values["run"]): int(values.get(_SETTLED, 0))
+            for values in self._partition(f"RESERVATION#{job_id}")
+            if _OPEN not in values
+        }
+
+    def late_counted(self, job_id: str) -> dict[str, int]:
+        """The late usage counted for a job, by provider batch (one strongly consistent Query)."""
+        return {
+            str(values[r.BUDGETS_SORT_KEY]).removeprefix("BATCH#"): int(values[_SETTLED])
+            for values in self._partition(f"LATE#{job_id}")
+        }
+
+    def _partition(self, pk: str) -> Iterator[dict[str, Any]]:
+        """Every item of one partition key, deserialized, page by page."""
         arguments: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk",
             "ExpressionAttributeNames": {"#pk": r.BUDGETS_PARTITION_KEY},
-            "ExpressionAttributeValues": serialize({":pk": f"RESERVATION#{job_id}"}),
+            "ExpressionAttributeValues": serialize({":pk": pk}),
             "ConsistentRead": True,
         }
         while True:
             with storage_errors():
                 page = self._client.query(**arguments)
-            for item in page.get("Items", []):
-                values = deserialize(item)
-                if _OPEN not in values:
-                    settled[int(values["run"])] = int(values.get(_SETTLED, 0))
+            yield from (deserialize(item) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                return settled
+                return
             arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # --- operators (outlast ops budgets set | show) ----------------------------------------------

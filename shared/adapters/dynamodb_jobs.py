@@ -13,6 +13,7 @@ from shared.adapters.dynamo_errors import error_code, storage_errors
 from shared.adapters.dynamo_items import (
     BATCH_FALLBACK_ATTRIBUTE,
     BATCH_ID_ATTRIBUTE,
+    BATCHES_SEEN_ATTRIBUTE,
     BUDGET_ATTRIBUTES,
     CACHED_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_INPUT_TOKENS_ATTRIBUTE,
@@ -42,7 +43,7 @@ from shared.adapters.dynamo_items import (
 from shared.adapters.update_builder import UpdateBuilder
 from shared.clock import epoch_seconds, to_iso
 from shared.cursor import ListPosition
-from shared.job import IdempotencyRecord, JobRecord, JobSummary, Usage
+from shared.job import IdempotencyRecord, JobRecord, JobSummary, Usage, handed_back_marker, late_marker
 from shared.lifecycle import TERMINAL, JobStatus, check_transition
 from shared.ports import JobPageSlice, Lease, Transition, TransitionConflictError, WriteKind
 
@@ -266,6 +267,27 @@ class DynamoJobRepository:
         update.set(BATCH_ID_ATTRIBUTE, batch_id)
         return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
 
+    def count_late_usage(self, job_id: str, batch_id: str, usage: Usage) -> JobRecord | None:
+        """`status IN (terminal) AND NOT contains(batchesSeen, back|late)`: ADD the tokens and the
+        late marker in one write (`w` = heartbeat: no status changes; the notifier settles nothing
+        twice, the reservation being its marker). On a failed condition the old item tells an
+        earlier count (returned) from a batch that is not late for the job (None)."""
+        update = UpdateBuilder()
+        status = update.name("status")
+        ended = ", ".join(update.value(state.value) for state in sorted(TERMINAL))
+        seen = update.name(BATCHES_SEEN_ATTRIBUTE)
+        late = late_marker(batch_id)
+        update.require(f"{status} IN ({ended})")
+        update.require(f"NOT contains({seen}, {update.value(handed_back_marker(batch_id))})")
+        update.require(f"NOT contains({seen}, {update.value(late)})")
+        _add_usage(update, usage)
+        update.add_to_set(BATCHES_SEEN_ATTRIBUTE, {late})
+        try:
+            return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
+        except TransitionConflictError as conflict:
+            current = conflict.current
+            return current if current is not None and late in current.batches_seen else None
+
     def take_output_attempt(self, job_id: str, lease: Lease) -> JobRecord:
         """A heartbeat with `ADD outputAttempt 1`: one write, no index key, `w` = heartbeat."""
         update = _held(lease)
@@ -379,11 +401,17 @@ def _transition_update(t: Transition) -> UpdateBuilder:
     elif t.target not in _LEASE_STATUSES:
         update.remove("leaseToken", "leaseExpiresAt")
     _set_index_and_fields(update, t)
-    # Any transition ends a wait on a provider batch (a claim starts afresh; the poller hands back).
+    _end_batch_wait(update, t)
+    return update
+
+
+def _end_batch_wait(update: UpdateBuilder, t: Transition) -> None:
+    """Any transition ends a wait on a provider batch (a claim starts afresh; the poller hands back)."""
     update.remove(WAITING_FOR_ATTRIBUTE, BATCH_ID_ATTRIBUTE)
     if t.batch_fallback:
         update.set(BATCH_FALLBACK_ATTRIBUTE, True)
-    return update
+    if t.batch_seen is not None:
+        update.add_to_set(BATCHES_SEEN_ATTRIBUTE, {handed_back_marker(t.batch_seen)})
 
 
 def _count_claim(update: UpdateBuilder, t: Transition) -> None:

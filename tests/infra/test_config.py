@@ -70,6 +70,8 @@ def test_cli_strings_are_coerced():
         {"slotRetrySeconds": 0},
         # jittered up to 1.5x, 601 s could ask SQS for a delay past its 900 s
         {"slotRetrySeconds": 601},
+        {"batcherTimeoutSeconds": 9},
+        {"batcherTimeoutSeconds": 901},
         {"unknownKey": 1},
     ],
 )

@@ -8,6 +8,8 @@ import pytest
 
 from infra.config import WORKER_BATCH_SIZE, WORKER_BATCH_WINDOW_SECONDS, StageConfig
 from infra.names import (
+    BATCH,
+    BATCH_QUEUE,
     ISOLATION_DLQ,
     ISOLATION_QUEUE,
     JOBS_DLQ,
@@ -133,6 +135,16 @@ def test_jobs_queue_visibility_is_six_worker_timeouts_plus_the_window(synthesize
 
     assert queue["VisibilityTimeout"] >= 6 * worker_timeout
     assert queue["VisibilityTimeout"] == 6 * worker_timeout + WORKER_BATCH_WINDOW_SECONDS
+
+
+def test_batch_queue_visibility_is_six_batcher_timeouts_plus_the_window(synthesized):
+    # A batcher that died gives its calls back this long after their delivery (batcherTimeoutSeconds)
+    queue = synthesized.resources[synthesized.logical_id(BATCH, BATCH_QUEUE)]["Properties"]
+    batcher = _function(synthesized, BATCH, "BatcherFunction")
+    config = StageConfig.model_validate({})
+
+    assert batcher["Timeout"] == config.batcher_timeout_seconds == 300
+    assert queue["VisibilityTimeout"] == 6 * batcher["Timeout"] + config.batch_window_seconds
 
 
 def test_dlq_keeps_messages_fourteen_days(synthesized):

@@ -210,6 +210,7 @@ EXPECTED_ENVIRONMENT = {
         r.ENV_OPENAI_SECRET,
         "PROVIDER_TIMEOUT_SECONDS",
         "INPUT_RETENTION_HOURS",
+        r.ENV_BUDGETS_TABLE,
     },
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}

@@ -20,8 +20,10 @@ from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
 from shared.adapters.openai_batches import OpenAIBatchApi
 from shared.batch_ports import OpenBatchStore
 from shared.batches import BatchCall, OpenBatch, input_file
+from shared.job import Usage, handed_back_marker, late_marker
 from shared.lifecycle import JobStatus
 from shared.ports import JobRepository, Lease, Transition, TransitionConflictError
+from shared.tiers import Tier
 from tests.batch_fakes import InMemoryOpenBatchStore
 from tests.fakes import InMemoryJobRepository
 from tests.support import jobs
@@ -89,6 +91,89 @@ def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepo
         assert (job.status, job.waiting_for, job.batch_id) == (JobStatus.PENDING, None, None)
         assert job.batch_fallback
         assert (job.attempts, job.stalls) == (0, 0)
+
+
+def test_the_owners_list_shows_the_wait_as_the_status_document_does(repository: JobRepository) -> None:
+    job_id, _ = waiting(repository)
+    job = repository.get_job(job_id)
+    assert job is not None
+
+    page = repository.list_jobs(job.owner_key, None, 20, None, jobs.now_millis())
+
+    [item] = [item for item in page.items if item.job_id == job_id]
+    assert item.status_document().waiting_for == "provider_batch"  # GET /v1/jobs's items
+
+
+def canceled_in_its_batch(repository: JobRepository) -> str:
+    """A waiting job whose cancel the poller honoured: Canceled, under its hold."""
+    job_id, _ = waiting(repository)
+    now = jobs.now_millis()
+    for source, target in (
+        (JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED),
+        (JobStatus.CANCELLATION_REQUESTED, JobStatus.CANCELED),
+    ):
+        repository.transition(
+            Transition(
+                job_id=job_id,
+                source=source,
+                target=target,
+                now=now,
+                lease_token="hold" if target is JobStatus.CANCELED else None,
+                cancel_requested_at=now,
+            )
+        )
+    return job_id
+
+
+BILLED = Usage(input_tokens=10, output_tokens=3, tiers=frozenset({Tier.BATCH}))
+
+
+def test_late_usage_comes_onto_an_ended_job_once_per_batch(repository: JobRepository) -> None:
+    job_id = canceled_in_its_batch(repository)
+
+    counted = repository.count_late_usage(job_id, "batch_1", BILLED)
+    again = repository.count_late_usage(job_id, "batch_1", BILLED)
+    other = repository.count_late_usage(job_id, "batch_2", BILLED)
+
+    assert counted is not None
+    assert again is not None
+    assert other is not None
+    read = repository.get_job(job_id)
+    assert read is not None
+    assert read.usage is not None
+    assert (read.usage.input_tokens, read.usage.output_tokens) == (20, 6)  # once per batch
+    assert read.usage.tiers == frozenset({Tier.BATCH})
+    assert read.batches_seen == {late_marker("batch_1"), late_marker("batch_2")}
+    assert read.status is JobStatus.CANCELED
+    assert again.batches_seen >= {late_marker("batch_1")}  # counted before: the budget may be owed
+
+
+def test_late_usage_is_refused_for_a_job_handed_back_or_not_ended(repository: JobRepository) -> None:
+    job_id, _ = waiting(repository)
+    assert repository.count_late_usage(job_id, "batch_1", BILLED) is None  # still waiting
+    now = jobs.now_millis()
+    back = repository.transition(
+        Transition(
+            job_id=job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.PENDING,
+            now=now,
+            lease_token="hold",
+            dispatch_at=now,
+            refund_attempt=True,
+            batch_seen="batch_1",
+        )
+    )
+    assert back.batches_seen == {handed_back_marker("batch_1")}
+    repository.transition(
+        Transition(job_id=job_id, source=JobStatus.PENDING, target=JobStatus.CANCELED, now=now)
+    )
+
+    assert repository.count_late_usage(job_id, "batch_1", BILLED) is None  # its answers were kept
+    assert repository.count_late_usage("missing-job", "batch_1", BILLED) is None
+    read = repository.get_job(job_id)
+    assert read is not None
+    assert read.usage is None
 
 
 def test_the_hold_is_refused_to_another_lease(repository: JobRepository) -> None:

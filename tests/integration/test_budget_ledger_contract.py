@@ -14,6 +14,7 @@ from shared.budget_ports import BudgetLedger
 from shared.budgets import (
     RESERVATION_SHARDS,
     BudgetState,
+    LateUsage,
     Reservation,
     ReservationRef,
     ReserveOutcome,
@@ -263,3 +264,29 @@ def test_an_operator_limit_is_read_with_the_counter(resources: TestResources) ->
     assert ledger.state("globex", PERIOD).configured_limit == 0
     assert ledger.state("initech", PERIOD) == BudgetState("initech", PERIOD, None, used=0, reserved=10)
     assert sorted(ledger.tenants()) == ["acme", "globex", "initech"]
+
+
+def test_late_usage_comes_into_used_once_per_job_and_batch(ledger: BudgetLedger) -> None:
+    reservation = _reservation(500)
+    ledger.reserve(reservation, 1_000)
+    ledger.settle(_settlement(reservation, 120))
+    job_id = reservation.ref.job_id
+
+    first = ledger.settle_late(LateUsage(job_id, "batch_1", "acme", PERIOD, 13))
+    again = ledger.settle_late(LateUsage(job_id, "batch_1", "acme", PERIOD, 13))
+    other = ledger.settle_late(LateUsage(job_id, "batch_2", "acme", PERIOD, 7))
+
+    assert (first, again, other) == (True, False, True)
+    state = ledger.state("acme", PERIOD)
+    assert (state.used, state.reserved, state.committed) == (140, 0, 140)
+    assert ledger.settled_runs(job_id) == {0: 120}  # a late count is no run's settlement
+
+
+def test_the_dynamodb_ledger_reads_back_a_jobs_late_usage_by_batch(resources: TestResources) -> None:
+    ledger = DynamoBudgetLedger(Storage(resources).dynamodb, resources.budgets_table)
+    job_id = new_job_id()
+    ledger.settle_late(LateUsage(job_id, "batch_1", "acme", PERIOD, 13))
+    ledger.settle_late(LateUsage(job_id, "batch_2", "acme", PERIOD, 7))
+
+    assert ledger.late_counted(job_id) == {"batch_1": 13, "batch_2": 7}
+    assert ledger.late_counted(new_job_id()) == {}

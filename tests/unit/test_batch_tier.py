@@ -2,7 +2,8 @@
 job's calls to the batcher and ends its claim with the job waiting; the batcher makes one batch per
 model of the calls still waiting; the poller writes the answers once and hands the job back, whose
 next claim ends it through the usual terminal write; an expired batch falls back to flex, a cancel
-ends the job at the next poll, and late answers are discarded."""
+ends the job at the next poll, and late answers are discarded, their usage counted once per (job,
+batch) onto the job and its tenant's budget."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ from shared import resources as r
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.batches import COMPLETION_WINDOW_SECONDS
 from shared.contract import SubmitRequest
-from shared.job import JobRecord
+from shared.job import BudgetHold, JobRecord
 from shared.lifecycle import JobStatus
 from shared.ports import Lane, Transition
 from shared.tiers import Tier
 from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
+from tests.budget_fakes import InMemoryBudgetLedger
 from tests.fakes import InMemoryJobRepository
 from tests.support.worker_world import World
 from tests.unit.test_extract_worker import VALID, extract_job
@@ -54,8 +56,10 @@ class Batch:
                 r.ENV_ISOLATION_QUEUE_URL: "https://isolation",
                 r.ENV_BATCHES_TABLE: "batches",
                 r.ENV_OPENAI_SECRET: "secret",
+                r.ENV_BUDGETS_TABLE: "budgets",
             }
         )
+        self.ledger = InMemoryBudgetLedger()
         self.batcher = BatcherDependencies(
             repository=world.repository, batches=self.store, api=lambda: self.api, clock=world.clock
         )
@@ -68,6 +72,7 @@ class Batch:
             batches=self.store,
             api=lambda: self.api,
             validator=JsonSchemaValidator(),
+            budgets=self.ledger,
             clock=world.clock,
         )
 
@@ -175,6 +180,105 @@ def test_a_cancel_ends_the_job_at_the_next_poll_and_its_late_answer_is_discarded
     assert world.payloads.find_result(job.job_id) is None
     assert world.current(job).status is JobStatus.CANCELED
     assert world.queues[Lane.SHARED].sent == []
+
+
+def cancel_at_next_poll(world: World, batch: Batch, job: JobRecord) -> tuple[str, str]:
+    """A batch job whose cancel the poller honours while its batch runs; the batch then answers."""
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+    [call] = batch.store.batches[batch_id].calls
+    world.repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.CANCELLATION_REQUESTED,
+            now=world.clock.now(),
+            cancel_requested_at=world.clock.now(),
+        )
+    )
+    poll(batch.poller)
+    assert world.current(job).status is JobStatus.CANCELED
+    batch.api.finish(batch_id, "cancelled", {call.custom_id: "Answered before the cancel took."})
+    return batch_id, call.custom_id
+
+
+def test_late_usage_comes_onto_the_job_and_its_budget_once_per_batch(world: World, batch: Batch) -> None:
+    job = world.job(tier=Tier.BATCH, budget=BudgetHold(period="2026-12", tokens=500))
+    batch_id, _ = cancel_at_next_poll(world, batch, job)
+    kept = batch.store.batches[batch_id]
+
+    poll(batch.poller)
+    batch.store.put(kept)  # a crash before the delete: the next run sees the batch again
+    poll(batch.poller)
+
+    ended = world.current(job)
+    assert ended.status is JobStatus.CANCELED
+    assert ended.usage is not None
+    assert (ended.usage.input_tokens, ended.usage.output_tokens) == (10, 3)  # the fake's billed line
+    assert batch.ledger.counter(job.tenant, "2026-12").used == 13
+    assert batch.ledger.late == {(job.job_id, batch_id): 13}
+    assert world.repository.writes.count("count_late_usage") == 1
+    assert batch.ledger.writes.count("settle_late") == 1
+
+
+def test_late_usage_owed_to_the_budget_after_a_crash_is_counted_by_the_next_run(
+    world: World, batch: Batch
+) -> None:
+    job = world.job(tier=Tier.BATCH, budget=BudgetHold(period="2026-12", tokens=500))
+    batch_id, _ = cancel_at_next_poll(world, batch, job)
+    settle = batch.ledger.settle_late
+
+    def dies(late: object) -> bool:
+        raise RuntimeError("the poller's invocation died")
+
+    batch.ledger.settle_late = dies  # type: ignore[method-assign]
+    assert poll(batch.poller).errors == 1  # the job's count is written, the budget's is not
+    batch.ledger.settle_late = settle  # type: ignore[method-assign]
+    poll(batch.poller)
+
+    assert batch_id not in batch.store.batches
+    ended = world.current(job)
+    assert ended.usage is not None
+    assert ended.usage.input_tokens == 10  # counted on the job once
+    assert batch.ledger.counter(job.tenant, "2026-12").used == 13
+
+
+def test_a_tenant_without_a_limit_gets_late_usage_on_the_job_and_no_budget_write(
+    world: World, batch: Batch
+) -> None:
+    job = world.job(tier=Tier.BATCH)
+    cancel_at_next_poll(world, batch, job)
+
+    poll(batch.poller)
+
+    ended = world.current(job)
+    assert ended.usage is not None
+    assert ended.usage.output_tokens == 3
+    assert batch.ledger.writes == []
+
+
+def test_answers_kept_by_a_hand_back_are_never_late_usage_even_after_a_later_cancel(
+    world: World, batch: Batch
+) -> None:
+    job = world.job(tier=Tier.BATCH, budget=BudgetHold(period="2026-12", tokens=500))
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+    [call] = batch.store.batches[batch_id].calls
+    batch.api.finish(batch_id, "completed", {call.custom_id: "Kept."})
+    kept = batch.store.batches[batch_id]
+    poll(batch.poller)
+    assert world.current(job).status is JobStatus.PENDING
+    world.repository.transition(
+        Transition(
+            job_id=job.job_id, source=JobStatus.PENDING, target=JobStatus.CANCELED, now=world.clock.now()
+        )
+    )
+
+    batch.store.put(kept)  # a crash before the delete: the next run sees the batch again
+    poll(batch.poller)
+
+    assert world.current(job).usage is None  # the answer was kept (its usage is the result's)
+    assert batch.ledger.writes == []
 
 
 def test_a_redelivered_call_makes_no_second_batch(world: World, batch: Batch) -> None:

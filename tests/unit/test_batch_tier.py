@@ -154,6 +154,20 @@ def test_an_expired_batch_sends_the_call_to_flex(world: World, batch: Batch) -> 
     assert request.tier is Tier.FLEX  # within flexFallbackSeconds of its submit
 
 
+def request_cancel(world: World, job: JobRecord) -> None:
+    """The cancel API's write on a Running job: the poller is the one to observe it."""
+    now = world.clock.now()
+    world.repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=JobStatus.RUNNING,
+            target=JobStatus.CANCELLATION_REQUESTED,
+            now=now,
+            cancel_requested_at=now,
+        )
+    )
+
+
 def test_a_cancel_ends_the_job_at_the_next_poll_and_its_late_answer_is_discarded(
     world: World, batch: Batch
 ) -> None:
@@ -161,15 +175,7 @@ def test_a_cancel_ends_the_job_at_the_next_poll_and_its_late_answer_is_discarded
     world.deliver(job)
     [batch_id] = batch.run_batcher()
     [call] = batch.store.batches[batch_id].calls
-    world.repository.transition(
-        Transition(
-            job_id=job.job_id,
-            source=JobStatus.RUNNING,
-            target=JobStatus.CANCELLATION_REQUESTED,
-            now=world.clock.now(),
-            cancel_requested_at=world.clock.now(),
-        )
-    )
+    request_cancel(world, job)
 
     poll(batch.poller)
 
@@ -187,15 +193,7 @@ def cancel_at_next_poll(world: World, batch: Batch, job: JobRecord) -> tuple[str
     world.deliver(job)
     [batch_id] = batch.run_batcher()
     [call] = batch.store.batches[batch_id].calls
-    world.repository.transition(
-        Transition(
-            job_id=job.job_id,
-            source=JobStatus.RUNNING,
-            target=JobStatus.CANCELLATION_REQUESTED,
-            now=world.clock.now(),
-            cancel_requested_at=world.clock.now(),
-        )
-    )
+    request_cancel(world, job)
     poll(batch.poller)
     assert world.current(job).status is JobStatus.CANCELED
     batch.api.finish(batch_id, "cancelled", {call.custom_id: "Answered before the cancel took."})

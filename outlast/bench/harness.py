@@ -5,7 +5,10 @@ so tables, indexes, queues and each function's environment and memory are what `
 creates. The event source mappings are local mode's emulations (`outlast.local.event_sources`)
 with the template's batch size and filter; they are driven by hand, one step at a time, so
 every AWS call and log line can be attributed to the step that made it. This is the pattern
-of tests/support/pipeline.py, with a meter on every client.
+of tests/support/pipeline.py, with a meter on every client. The batch tier's two functions are
+driven the same way: the batcher from its queue's mapping (`batch`), the poller as its schedule
+would run it (`poll_batches`); the model server's Batch API ends a batch `batch_seconds` after
+its creation.
 
 Function stdout is replaced by a `LogCounter` before any handler is imported (Powertools binds
 its log stream at import). Clients the handlers create come from boto3's default session, the

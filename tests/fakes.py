@@ -198,7 +198,7 @@ class InMemoryJobRepository:
         current = self.jobs.get(job_id)
         if current is None or current.status not in _LEASE_STATUSES or current.lease_token != hold.token:
             raise TransitionConflictError(current)
-        changes = {"lease_expires_at": hold.expires_at, "waiting_for": "provider_batch"}
+        changes = {"lease_expires_at": hold.expires_at, "waiting_for": "provider_batch", "slot": None}
         written = self._written(current.model_copy(update=changes), "progress")
         self.writes.append("hold_for_batch")
         return written

@@ -252,9 +252,12 @@ class DynamoJobRepository:
         return self._conditional_update(job_id, _held(lease), WriteKind.HEARTBEAT)
 
     def hold_for_batch(self, job_id: str, hold: Lease) -> JobRecord:
-        """A heartbeat that also sets `waitingFor` (a progress write: pushes show the wait)."""
+        """A heartbeat that also sets `waitingFor` (a progress write: pushes show the wait). The
+        claim's `slot` goes: the claim ends here and frees its slot, and a job waiting on a batch
+        holds none (DESIGN.md, "Fairness between tenants"); the next claim records its own."""
         update = _held(hold)
         update.set(WAITING_FOR_ATTRIBUTE, WAITING_FOR_BATCH)
+        update.remove(SLOT_ATTRIBUTE)
         return self._conditional_update(job_id, update, WriteKind.PROGRESS)
 
     def record_batch(self, job_id: str, hold_token: str, batch_id: str) -> JobRecord:

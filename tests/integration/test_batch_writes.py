@@ -53,6 +53,35 @@ def waiting(repository: JobRepository) -> tuple[str, Lease]:
     return job.job_id, hold
 
 
+def test_the_hold_drops_the_claims_running_slot(repository: JobRepository) -> None:
+    """A job waiting on a batch holds no running slot: the claim that handed it over freed its own,
+    and the item no longer names it (a later claim records the slot it takes)."""
+    job = jobs.create(repository, jobs.new_job().model_copy(update={"max_running": 2}))
+    at = jobs.now_millis()
+    claimed = repository.transition(
+        Transition(
+            job_id=job.job_id,
+            source=JobStatus.PENDING,
+            target=JobStatus.RUNNING,
+            now=at,
+            new_lease=Lease(token="hold", expires_at=at + timedelta(minutes=5)),
+            count_attempt=True,
+            require_due=True,
+            sweep_at=at + timedelta(minutes=5),
+            slot=1,
+        )
+    )
+    assert claimed.slot == 1
+
+    held = repository.hold_for_batch(job.job_id, Lease(token="hold", expires_at=at + timedelta(hours=25)))
+
+    assert held.slot is None
+    read = repository.get_job(job.job_id)
+    assert read is not None
+    assert read.slot is None
+    assert read.waiting_for == "provider_batch"
+
+
 def test_the_hold_shows_the_wait_and_the_batch_is_recorded_under_it(repository: JobRepository) -> None:
     job_id, _ = waiting(repository)
 

@@ -81,8 +81,11 @@ def test_a_batch_its_batcher_died_before_recording_is_cancelled_and_counted_once
 
     assert report.orphaned == 1
     assert batch.store.intents == {}
-    assert batch.store.batches["batch-1"].orphaned
+    orphan = batch.store.batches["batch-1"]
+    assert orphan.orphaned
     assert batch.api.cancelled == ["batch-1"]
+    # Open until its job ends, which is no provider's delay: never counted as overdue.
+    assert not orphan.overdue(world.clock.now() + timedelta(days=2))
 
     # SQS delivers the calls again: a second batch, which the job waits on.
     world.batcher.calls = calls

@@ -166,3 +166,22 @@ def test_an_orphan_that_ended_before_it_was_found_is_not_cancelled(world: World)
     assert batch.store.batches["batch-1"].orphaned
     assert world.current(job).status is JobStatus.RUNNING  # never handed back from the orphan
     assert world.queues[Lane.SHARED].sent == []
+
+
+def test_an_intent_the_provider_cannot_be_asked_about_is_kept_for_the_next_run(world: World) -> None:
+    batch = Batch(world, DiesOnce("put"))
+    job = world.job(tier=Tier.BATCH)
+    crash_after_create(world, batch, job)
+    world.clock.advance(PAST_GRACE)
+    find = batch.api.find
+
+    def unavailable(key: str, value: str, since: object) -> object:
+        raise RuntimeError("the provider's list did not answer")
+
+    batch.api.find = unavailable  # type: ignore[method-assign,assignment]
+    assert poll(batch.poller).errors == 1
+    assert len(batch.store.intents) == 1  # resolved by the next run
+    batch.api.find = find  # type: ignore[method-assign]
+
+    assert poll(batch.poller).orphaned == 1
+    assert batch.store.intents == {}

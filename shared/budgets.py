@@ -12,6 +12,10 @@ is tested with a fake, and the DynamoDB adapter only has to keep the conditions.
 - Settle once: when the run is terminal, its reservation goes and its usage comes in, in the
   same conditional write, in the period it reserved in: `reserved -= r`, `used += usage`. The
   reservation is the marker: a settlement whose reservation is gone was already made.
+- Late usage: what a provider batch billed for answers to a job that had moved on comes onto the
+  ended job and into `used` once per (job, batch) (`settle_late`), apart from the run's
+  settlement, which leaves those tokens out (`run_usage_tokens`): the two never count them twice,
+  in whichever order they are made.
 - Repair: a reservation that nothing settles (a crash after reserving, a lost stream record) is
   found by the sweeper, which settles, releases or looks again later (`repair_for`).
 """
@@ -88,6 +92,17 @@ def reservation_tokens(plan: StepPlan) -> int:
 def usage_tokens(usage: Usage | None) -> int:
     """Input plus output tokens, 0 when nothing reported usage."""
     return usage.input_tokens + usage.output_tokens if usage is not None else 0
+
+
+def run_usage_tokens(job: JobRecord) -> int:
+    """The job's tokens that its runs' settlements count: its usage less its late tokens.
+
+    Late tokens (a batch's answers to a job that had moved on, JobRecord.late_tokens) are on the
+    job's usage, but come into the budget by `settle_late`, once per (job, batch). Leaving them out
+    here makes a run's settlement the same whether it reads the job before or after they arrived,
+    and so is a redrive's base (what earlier runs settled), whenever they arrive.
+    """
+    return max(0, usage_tokens(job.usage) - job.late_tokens)
 
 
 @dataclass(frozen=True)
@@ -250,6 +265,7 @@ def settlement_for(job: JobRecord) -> Settlement | None:
 
     The run's usage is the job's usage less what earlier runs settled: a one-step job's usage adds
     up over runs, and a multi-step job's is the sum of its checkpoints, which a redrive adopts.
+    Late tokens are left out (`run_usage_tokens`): `settle_late` counts them.
     """
     hold = job.budget
     if hold is None or not is_terminal(job.status):
@@ -259,7 +275,7 @@ def settlement_for(job: JobRecord) -> Settlement | None:
         tenant=job.tenant,
         period=hold.period,
         reserved_tokens=hold.tokens,
-        used_tokens=max(0, usage_tokens(job.usage) - hold.base_tokens),
+        used_tokens=max(0, run_usage_tokens(job) - hold.base_tokens),
     )
 
 
@@ -380,7 +396,7 @@ def repair_for(reservation: Reservation, job: JobRecord | None, now: datetime, g
             tenant=reservation.tenant,
             period=reservation.period,
             reserved_tokens=reservation.tokens,
-            used_tokens=max(0, usage_tokens(job.usage) - reservation.base_tokens),
+            used_tokens=max(0, run_usage_tokens(job) - reservation.base_tokens),
         )
         return Repair(RepairKind.SETTLE, settlement)
     if job is not None and (ref.run == 0 or (hold is not None and hold.run > ref.run)):

@@ -229,6 +229,10 @@ class JobRecord(JobSummary):
     # The batches the poller saw this job through: `{id}:back` handed back (its answers kept),
     # `{id}:late` its discarded answers' usage counted (handed_back_marker, late_marker).
     batches_seen: frozenset[str] = frozenset()
+    # Of its usage, the tokens of late answers (the poller's count, once per (job, batch)): they
+    # come into the budget by shared.budgets.settle_late, so a run's settlement leaves them out,
+    # whichever of the two is made first (shared.budgets.run_usage_tokens).
+    late_tokens: int = 0
 
     def inline_input(self) -> "JobInput | None":
         """The input this job item carries itself, if it does."""

@@ -216,6 +216,8 @@ class JobRepository(Protocol):
     def count_late_usage(self, job_id: str, batch_id: str, usage: Usage) -> JobRecord | None:
         """Add the usage of a batch's discarded answers to an ended job, once per (job, batch): only
         while the job is terminal and neither was handed back from the batch nor counted it yet.
+        The tokens go onto its usage, its late tokens (which runs' settlements leave out) and its
+        extra usage (which a redriven multi-step run's re-sum keeps), in the same write.
         The job as it now stands when its late usage is counted (now or by an earlier call: the
         budget's own write may still be owed), None when this batch's usage is not late for it
         (handed back, not ended, gone)."""

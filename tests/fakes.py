@@ -213,15 +213,23 @@ class InMemoryJobRepository:
         return written
 
     def count_late_usage(self, job_id: str, batch_id: str, usage: Usage) -> JobRecord | None:
-        """Terminal, and neither handed back from the batch nor counted yet: the usage adds up and
-        the late marker comes (written as a heartbeat); else the job when it was counted before."""
+        """Terminal, and neither handed back from the batch nor counted yet: the usage, the late
+        tokens and the extra usage add up and the late marker comes (written as a heartbeat); else
+        the job when it was counted before."""
         current = self.jobs.get(job_id)
         late = late_marker(batch_id)
         if current is None or current.status not in TERMINAL:
             return None
         if handed_back_marker(batch_id) in current.batches_seen or late in current.batches_seen:
             return current if late in current.batches_seen else None
-        changes = {"usage": add_usage(current.usage, usage), "batches_seen": current.batches_seen | {late}}
+        tokens = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        changes = {
+            "usage": add_usage(current.usage, usage),
+            "late_tokens": current.late_tokens + tokens.input_tokens + tokens.output_tokens,
+            # The adapter keeps the extra usage's counts only (its flags are the usage's).
+            "extra_usage": add_usage(current.extra_usage, tokens),
+            "batches_seen": current.batches_seen | {late},
+        }
         written = self._written(current.model_copy(update=changes), "heartbeat")
         self.writes.append("count_late_usage")
         return written

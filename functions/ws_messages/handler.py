@@ -6,17 +6,17 @@ write its logs.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.ws_messages.dependencies import build_dependencies
+from functions.ws_messages.service import handle
 from shared.observability import logger, tracer
-from shared.realtime import answer_message
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId", clear_state=True)
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Answer one message."""
-    return {"statusCode": 200, "body": json.dumps(answer_message(event.get("body")))}
+    return handle(build_dependencies(), event.get("body"))

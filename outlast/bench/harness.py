@@ -5,7 +5,10 @@ so tables, indexes, queues and each function's environment and memory are what `
 creates. The event source mappings are local mode's emulations (`outlast.local.event_sources`)
 with the template's batch size and filter; they are driven by hand, one step at a time, so
 every AWS call and log line can be attributed to the step that made it. This is the pattern
-of tests/support/pipeline.py, with a meter on every client.
+of tests/support/pipeline.py, with a meter on every client. The batch tier's two functions are
+driven the same way: the batcher from its queue's mapping (`batch`), the poller as its schedule
+would run it (`poll_batches`); the model server's Batch API ends a batch `batch_seconds` after
+its creation.
 
 Function stdout is replaced by a `LogCounter` before any handler is imported (Powertools binds
 its log stream at import). Clients the handlers create come from boto3's default session, the
@@ -40,7 +43,7 @@ from outlast.bench.events import BenchContext, status_event, submit_event
 from outlast.bench.meter import LogCounter, Meter
 from outlast.local import event_sources
 from outlast.local.capabilities.functions import LOCAL_FUNCTION_ENVIRONMENT
-from outlast.local.event_sources import SqsSource, StreamSource
+from outlast.local.event_sources import SqsSource, StreamSource, scheduled_event
 from outlast.local.iam.denials import DenialLog
 from outlast.local.iam.guard import Guard
 from outlast.local.iam.roles import FunctionRole, function_roles, local_where
@@ -113,6 +116,8 @@ class Harness:
             Path(tempfile.mkdtemp(prefix="outlast-bench-iam-")) / "denials.jsonl"
         )
     )
+    # The local model server's Batch API completes a batch this long after its creation.
+    batch_seconds: float = 1.0
     _roles: dict[str, FunctionRole] = field(default_factory=dict)
     _acting: list[str] = field(default_factory=list)  # the function running now (and its caller)
 
@@ -120,7 +125,7 @@ class Harness:
         """moto, the model server, the template's resources, the watched sessions, the handlers."""
         self.moto = MotoServer().start()
         self.endpoint = self.moto.endpoint
-        self.model = ModelServer().start()
+        self.model = ModelServer(batch_seconds=self.batch_seconds).start()
         os.environ.update(
             {
                 "AWS_ACCESS_KEY_ID": _KEY_ID,
@@ -316,6 +321,16 @@ class Harness:
                     # Long enough to gather a full batch that is already waiting on the queue.
                     batching_window_seconds=1.0,
                 )
+            elif ":sqs:" in source_arn and self._targets(resource.properties, FunctionName.BATCHER):
+                # The batcher's queue: the calls of batch-tier jobs that the worker handed over.
+                self.batcher_source = SqsSource(
+                    sqs=self.poller_session.client("sqs", endpoint_url=self.endpoint),
+                    queue_url=self._queue_url(source_arn),
+                    queue_arn=source_arn,
+                    invoke=self._invoker(FunctionName.BATCHER.value),
+                    batch_size=int(properties.get("BatchSize", 10)),
+                    batching_window_seconds=1.0,  # as the worker's: what is waiting is all there
+                )
 
     # --- invoking --------------------------------------------------------------------------
 
@@ -365,9 +380,11 @@ class Harness:
         self.invocations.append(invocation)
         return invocation
 
-    def submit(self, text: str, sub: str) -> str:
-        """Submit a summarize job through the submit handler; its id."""
-        body = {"operation": "summarize", "input": {"text": text}}
+    def submit(self, text: str, sub: str, options: dict[str, Any] | None = None) -> str:
+        """Submit a summarize job (with these options, if any) through the submit handler; its id."""
+        body: dict[str, Any] = {"operation": "summarize", "input": {"text": text}}
+        if options:
+            body["options"] = options
         invocation = self.invoke("submit", submit_event(body, key=f"bench-{uuid.uuid4()}", sub=sub))
         if invocation.error or invocation.response["statusCode"] != 202:
             raise RuntimeError(f"submit failed: {invocation.error or invocation.response}")
@@ -384,23 +401,30 @@ class Harness:
 
     def relay(self) -> int:
         """One poll of the stream: the relay runs on whatever new job INSERTs there are."""
-        with (
-            self.meter.phase(f"{self.pass_name}/poller-relay")
-            if self.pass_name
-            else contextlib.nullcontext(),
-            self.acting_as(FunctionName.RELAY.value),
-        ):
-            return self.relay_source.poll()
+        return self._polled(FunctionName.RELAY, self.relay_source.poll)
 
     def work(self) -> int:
         """One poll of the jobs queue: the worker runs on one batch (up to its batch size)."""
+        return self._polled(FunctionName.WORKER, lambda: self.worker_source.poll(idle_sleep=0))
+
+    def batch(self) -> int:
+        """One poll of the batcher's queue: the batcher runs on the calls handed over (up to its
+        batch size)."""
+        return self._polled(FunctionName.BATCHER, lambda: self.batcher_source.poll(idle_sleep=0))
+
+    def _polled(self, function: FunctionName, poll: Callable[[], int]) -> int:
+        """A mapping's poll, metered under the pass and acting as the function it feeds."""
         with (
-            self.meter.phase(f"{self.pass_name}/poller-worker")
+            self.meter.phase(f"{self.pass_name}/poller-{function.value}")
             if self.pass_name
             else contextlib.nullcontext(),
-            self.acting_as(FunctionName.WORKER.value),
+            self.acting_as(function.value),
         ):
-            return self.worker_source.poll(idle_sleep=0)
+            return poll()
+
+    def poll_batches(self) -> Invocation:
+        """One scheduled run of the batch poller (EventBridge's event, as for the sweeper)."""
+        return self.invoke(FunctionName.BATCH_POLLER.value, scheduled_event())
 
     # --- the model server ------------------------------------------------------------------
 

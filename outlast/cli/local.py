@@ -76,6 +76,11 @@ local = Section(
 @click.option(
     "--schedule-seconds", type=float, help="run scheduled functions this often (default: their rate)"
 )
+@click.option(
+    "--batch-seconds",
+    type=click.FloatRange(min=0),
+    help="the local model server completes a provider batch this long after its creation (default 3)",
+)
 @click.option("--verbose", "-v", is_flag=True, help="print function logs")
 @click.option(
     "--chaos",
@@ -92,6 +97,7 @@ def up(
     context: dict[str, str],
     env: dict[str, str],
     schedule_seconds: float | None,
+    batch_seconds: float | None,
     verbose: bool,
     chaos: str | None,
 ) -> int:
@@ -109,6 +115,7 @@ def up(
         context=context,
         environment=env,
         schedule_seconds=schedule_seconds,
+        batch_seconds=batch_seconds,
         verbose=verbose,
         log=lambda line: print(line, file=sys.stderr, flush=True),
     )

@@ -56,6 +56,9 @@ class LocalOptions:
     context: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     schedule_seconds: float | None = None  # run scheduled functions this often instead of their rate
+    # The local model server's Batch API completes a batch this long after its creation; None:
+    # its default (a few seconds).
+    batch_seconds: float | None = None
     # moto never expires items; the reaper scans under moto's one lock, so not too often.
     reap_seconds: float = 30.0
     verbose: bool = False
@@ -98,7 +101,7 @@ class LocalStack:
         log = options.log
         logs = log_dir(options.port)
         self._storage = Storage(logs, options.reap_seconds, log)
-        self._provider = ModelProvider()
+        self._provider = ModelProvider(options.batch_seconds)
         self._realtime = Realtime(port=options.ws_port, logs=logs, verbose=options.verbose, log=log)
         self._console = Console(log)
         self._functions = Functions(

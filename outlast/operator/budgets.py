@@ -26,8 +26,8 @@ from shared.budgets import (
     period_of,
     reservation_ref,
     reservation_tokens,
+    run_usage_tokens,
     settle_job,
-    usage_tokens,
 )
 from shared.job import BudgetHold, JobRecord
 from shared.planner import plan_of
@@ -128,7 +128,8 @@ class OperatorBudgets:
             period=period,
             held_until=now + REDRIVE_HOLD,
             grace=grace,
-            base_tokens=usage_tokens(job.usage),
+            # What the runs so far settle: late tokens are the poller's to count (settle_late).
+            base_tokens=run_usage_tokens(job),
         )
         result = self.ledger.reserve(reservation, limit)
         if result.outcome is ReserveOutcome.EXCEEDED:

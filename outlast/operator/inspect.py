@@ -276,8 +276,15 @@ def inspection_document(inspection: Inspection) -> dict[str, Any]:
         "error": {"code": job.error.code, "message": job.error.message} if job.error else None,
         "tier": job.tier.value,
         # The batch tier (DESIGN.md, "Cost tiers"): what the job waits on, in which provider batch,
-        # and whether a batch of it expired or failed (its calls then run at flex, then standard).
-        "batch": {"waitingFor": job.waiting_for, "batchId": job.batch_id, "fallback": job.batch_fallback}
+        # whether a batch of it expired or failed (its calls then run at flex, then standard), and
+        # the tokens of answers its batches gave it after it had moved on (in its usage, counted
+        # into its tenant's budget apart from its runs' settlements).
+        "batch": {
+            "waitingFor": job.waiting_for,
+            "batchId": job.batch_id,
+            "fallback": job.batch_fallback,
+            "lateTokens": job.late_tokens,
+        }
         if job.tier is Tier.BATCH
         else None,
         "usage": (

@@ -51,6 +51,7 @@ WAITING_FOR_ATTRIBUTE = "waitingFor"
 BATCH_ID_ATTRIBUTE = "batchId"
 BATCH_FALLBACK_ATTRIBUTE = "batchFallback"
 BATCHES_SEEN_ATTRIBUTE = "batchesSeen"  # JobRecord.batches_seen: a string set, absent while empty
+LATE_TOKENS_ATTRIBUTE = "lateTokens"  # JobRecord.late_tokens: absent while 0
 JOB_ITEM_LIMIT_BYTES = 1024  # one write unit
 _LARGEST_USAGE = Usage(
     input_tokens=9_999_999,
@@ -159,6 +160,7 @@ def job_to_item(job: JobRecord, sweep_at: datetime | None) -> dict[str, Any]:
         SLOT_ATTRIBUTE: job.slot,
         TIER_ATTRIBUTE: job.tier.value if job.tier is not Tier.STANDARD else None,
         BATCHES_SEEN_ATTRIBUTE: set(job.batches_seen) or None,
+        LATE_TOKENS_ATTRIBUTE: job.late_tokens or None,
     }
     if job.error is not None:
         values.update(errorCode=job.error.code, errorMessage=job.error.message)
@@ -260,6 +262,7 @@ def job_from_item(item: Mapping[str, Any]) -> JobRecord:
         batch_id=values.get(BATCH_ID_ATTRIBUTE),
         batch_fallback=bool(values.get(BATCH_FALLBACK_ATTRIBUTE, False)),
         batches_seen=frozenset(values.get(BATCHES_SEEN_ATTRIBUTE, ())),
+        late_tokens=values.get(LATE_TOKENS_ATTRIBUTE, 0),
     )
 
 

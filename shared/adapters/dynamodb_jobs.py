@@ -19,6 +19,7 @@ from shared.adapters.dynamo_items import (
     EXTRA_INPUT_TOKENS_ATTRIBUTE,
     EXTRA_OUTPUT_TOKENS_ATTRIBUTE,
     INPUT_BODY_ATTRIBUTE,
+    LATE_TOKENS_ATTRIBUTE,
     MAX_RUNNING_ATTRIBUTE,
     OUTPUT_ATTEMPT_ATTRIBUTE,
     RESULT_ATTEMPT_ATTRIBUTE,
@@ -268,10 +269,15 @@ class DynamoJobRepository:
         return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)
 
     def count_late_usage(self, job_id: str, batch_id: str, usage: Usage) -> JobRecord | None:
-        """`status IN (terminal) AND NOT contains(batchesSeen, back|late)`: ADD the tokens and the
-        late marker in one write (`w` = heartbeat: no status changes; the notifier settles nothing
-        twice, the reservation being its marker). On a failed condition the old item tells an
-        earlier count (returned) from a batch that is not late for the job (None)."""
+        """`status IN (terminal) AND NOT contains(batchesSeen, back|late)`: ADD the tokens (to the
+        usage, to `lateTokens` and to the extra usage) and the late marker in one write (`w` =
+        heartbeat: no status changes; the notifier settles nothing twice, the reservation being its
+        marker). On a failed condition the old item tells an earlier count (returned) from a batch
+        that is not late for the job (None).
+
+        `lateTokens` is what a run's settlement leaves out (the poller settles it apart); the extra
+        usage (calls whose answers are no checkpoint's) keeps the tokens in a multi-step job's usage
+        when a redriven run re-sums it from its checkpoints (a one-step job's usage only adds up)."""
         update = UpdateBuilder()
         status = update.name("status")
         ended = ", ".join(update.value(state.value) for state in sorted(TERMINAL))
@@ -281,6 +287,9 @@ class DynamoJobRepository:
         update.require(f"NOT contains({seen}, {update.value(handed_back_marker(batch_id))})")
         update.require(f"NOT contains({seen}, {update.value(late)})")
         _add_usage(update, usage)
+        update.add(LATE_TOKENS_ATTRIBUTE, usage.input_tokens + usage.output_tokens)
+        update.add(EXTRA_INPUT_TOKENS_ATTRIBUTE, usage.input_tokens)
+        update.add(EXTRA_OUTPUT_TOKENS_ATTRIBUTE, usage.output_tokens)
         update.add_to_set(BATCHES_SEEN_ATTRIBUTE, {late})
         try:
             return self._conditional_update(job_id, update, WriteKind.HEARTBEAT)

@@ -143,6 +143,10 @@ def test_late_usage_comes_onto_an_ended_job_once_per_batch(repository: JobReposi
     assert read.usage is not None
     assert (read.usage.input_tokens, read.usage.output_tokens) == (20, 6)  # once per batch
     assert read.usage.tiers == frozenset({Tier.BATCH})
+    # Kept apart in the same write: what runs' settlements leave out (settle_late counts it), and
+    # the extra usage a redriven multi-step run's re-sum keeps.
+    assert read.late_tokens == 26
+    assert read.extra_usage == Usage(input_tokens=20, output_tokens=6)
     assert read.batches_seen == {late_marker("batch_1"), late_marker("batch_2")}
     assert read.status is JobStatus.CANCELED
     assert again.batches_seen >= {late_marker("batch_1")}  # counted before: the budget may be owed
@@ -174,6 +178,7 @@ def test_late_usage_is_refused_for_a_job_handed_back_or_not_ended(repository: Jo
     read = repository.get_job(job_id)
     assert read is not None
     assert read.usage is None
+    assert (read.late_tokens, read.extra_usage) == (0, None)
 
 
 def test_the_hold_is_refused_to_another_lease(repository: JobRepository) -> None:

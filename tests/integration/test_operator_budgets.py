@@ -12,10 +12,12 @@ from shared.adapters.dynamodb_budgets import DynamoBudgetLedger
 from shared.budgets import (
     BudgetState,
     ReservationRef,
+    late_usage_for,
     new_reservation,
     period_of,
     reservation_tokens,
     settle_job,
+    settle_late,
 )
 from shared.contract import Operation
 from shared.job import BudgetHold, JobInput, JobRecord, Usage
@@ -179,6 +181,34 @@ def test_a_redrive_settles_the_ended_run_then_reserves_the_next(
     assert ledger.open_reservations([ReservationRef(job.job_id, 0), ReservationRef(job.job_id, 1)]) == {
         ReservationRef(job.job_id, 1)
     }
+
+
+def test_a_redrive_after_late_usage_counts_it_once_and_reserves_from_the_runs_usage(
+    world: World, ledger: DynamoBudgetLedger
+) -> None:
+    # Given a Failed job whose run-0 settlement never came, and a batch's late answer to it that
+    # the poller counted (onto the job, then its budget) before on-call got to it
+    failed = _failed_holding(world, ledger, used=1_200, settled=False)
+    billed = Usage(input_tokens=10, output_tokens=3)
+    counted = world.repository.count_late_usage(failed.job_id, "batch_1", billed)
+    assert counted is not None
+    assert counted.late_tokens == 13
+    late = late_usage_for(counted, "batch_1", billed)
+    assert late is not None
+    assert settle_late(ledger, late)
+
+    # When on-call redrives it
+    run = world.cli("jobs", "redrive", failed.job_id)
+
+    # Then run 0 settles what it used without the late tokens (already in), and run 1 counts
+    # from run 0's usage alone
+    assert run.code == 0, run.out
+    state = ledger.state(TENANT, _now_period())
+    assert state == BudgetState(TENANT, _now_period(), None, used=1_213, reserved=RUN_BOUND)
+    job = world.job(failed.job_id)
+    assert job.budget == BudgetHold(period=_now_period(), tokens=RUN_BOUND, base_tokens=1_200, run=1)
+    assert job.usage is not None
+    assert job.usage.input_tokens == 1_210  # the status document shows every token billed
 
 
 def test_a_redrive_over_budget_is_refused_and_changes_nothing(

@@ -20,7 +20,7 @@ from shared.job import JobInput, StepOutput, Usage
 from shared.lifecycle import JobStatus
 from shared.plan_parameters import PlanParameters
 from shared.planner import plan_job
-from shared.ports import Lease
+from shared.ports import Lease, Transition
 from shared.tiers import Tier
 from tests.integration.test_operator_dlq import EXHAUSTED, World, build_cli, create_world
 from tests.support import jobs
@@ -278,5 +278,42 @@ def test_inspect_shows_what_a_batch_job_waits_on(world: World) -> None:
     people = world.cli("jobs", "inspect", job.job_id, "--no-dlq").out
 
     # Then it says what the job waits on, and where
-    assert document["batch"] == {"waitingFor": "provider_batch", "batchId": "batch_7", "fallback": False}
+    assert document["batch"] == {
+        "waitingFor": "provider_batch",
+        "batchId": "batch_7",
+        "fallback": False,
+        "lateTokens": 0,
+    }
     assert "batch, waiting on provider batch batch_7" in people
+
+
+def test_inspect_shows_the_late_tokens_of_a_batch_job_canceled_in_its_batch(world: World) -> None:
+    # Given a batch job canceled while its batch ran, the batch's answer to it counted late
+    job = jobs.create(world.repository, jobs.new_job().model_copy(update={"tier": Tier.BATCH}))
+    world.payloads.put_input(JobInput(job_id=job.job_id, text="text"), "item", job.expires_at)
+    jobs.claim(world.repository, job.job_id, token="hold")
+    now = jobs.now_millis()
+    for source, target in (
+        (JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED),
+        (JobStatus.CANCELLATION_REQUESTED, JobStatus.CANCELED),
+    ):
+        world.repository.transition(
+            Transition(
+                job_id=job.job_id,
+                source=source,
+                target=target,
+                now=now,
+                lease_token="hold",
+                cancel_requested_at=now,
+            )
+        )
+    world.repository.count_late_usage(job.job_id, "batch_7", Usage(input_tokens=1_000, output_tokens=234))
+
+    # When on-call inspects it
+    document = world.cli("jobs", "inspect", job.job_id, "--json", "--no-dlq").document
+    people = world.cli("jobs", "inspect", job.job_id, "--no-dlq").out
+
+    # Then it shows the late tokens, which its usage holds
+    assert document["batch"]["lateTokens"] == 1_234
+    assert document["usage"]["inputTokens"] == 1_000
+    assert "1,234 tokens of answers discarded after it ended" in people

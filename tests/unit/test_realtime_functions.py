@@ -1,4 +1,5 @@
-"""The live-update functions' use cases on fakes: tickets, the authorizer, connections, the notifier."""
+"""The live-update functions' use cases on fakes: tickets, the authorizer, connections, messages,
+the notifier."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from functions.ws_authorizer.dependencies import AuthorizerDependencies
 from functions.ws_authorizer.service import ConnectRequest, authorize
 from functions.ws_connections.dependencies import ConnectionsDependencies
 from functions.ws_connections.service import handle
+from functions.ws_messages import service as messages
+from functions.ws_messages.dependencies import MessagesDependencies
+from functions.ws_messages.dependencies import build_dependencies as build_messages_dependencies
 from shared import resources as r
 from shared.adapters.job_stream import job_change
 from shared.errors import StorageUnavailableError
@@ -189,6 +193,30 @@ class TestConnections:
         assert handle(deps, _route("$disconnect", "c1", ALICE, 1)) == {"statusCode": 200}
 
         assert [c.connection_id for c in store.connections_of(ALICE)] == ["c2"]
+
+
+class TestMessages:
+    def test_the_answer_to_the_body_is_the_route_response(self) -> None:
+        # Given an answerer that records what it was asked
+        asked: list[str | None] = []
+
+        def answer(body: str | None) -> dict[str, Any]:
+            asked.append(body)
+            return {"type": "pong"}
+
+        # When a message is handled
+        response = messages.handle(MessagesDependencies(answer=answer), '{"action": "ping"}')
+
+        # Then its body was answered, and the answer is the route response's body
+        assert asked == ['{"action": "ping"}']
+        assert response == {"statusCode": 200, "body": json.dumps({"type": "pong"})}
+
+    def test_the_root_wires_the_shared_answer_without_settings(self) -> None:
+        deps = build_messages_dependencies()
+
+        assert deps is build_messages_dependencies()  # once per container
+        assert deps.answer('{"action": "ping"}') == {"type": "pong"}
+        assert deps.answer("not json")["code"] == "invalid_message"
 
 
 def _job_at(job: JobRecord, revision: int, status: JobStatus) -> JobRecord:

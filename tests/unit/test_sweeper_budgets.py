@@ -53,6 +53,13 @@ def ledger() -> InMemoryBudgetLedger:
 def deps(
     repository: InMemoryJobRepository, clock: FakeClock, ledger: InMemoryBudgetLedger
 ) -> SweeperDependencies:
+    return budget_sweeper(repository, clock, ledger)
+
+
+def budget_sweeper(
+    repository: InMemoryJobRepository, clock: FakeClock, ledger: InMemoryBudgetLedger
+) -> SweeperDependencies:
+    """The sweeper over these fakes, sending nothing (no job here is lost or stuck)."""
     settings = SweeperSettings.model_validate(
         {
             r.ENV_JOBS_TABLE: "jobs",
@@ -76,7 +83,9 @@ def deps(
     )
 
 
-def _reserve(ledger: InMemoryBudgetLedger, job: JobRecord, now: datetime, tokens: int = 5_000) -> JobRecord:
+def reserve_first_run(
+    ledger: InMemoryBudgetLedger, job: JobRecord, now: datetime, tokens: int = 5_000
+) -> JobRecord:
     """The job's first run reserved at `now` (its claim lives a day); the job as it holds it."""
     reservation = new_reservation(
         job.tenant,
@@ -107,7 +116,9 @@ def test_an_ended_run_whose_settlement_was_lost_is_settled(
 ) -> None:
     # Given jobs that ended (succeeded, failed, canceled) whose stream records never settled them
     ended = [
-        _store_ended(repository, _reserve(ledger, job_record(clock.now()), clock.now()), status, used)
+        _store_ended(
+            repository, reserve_first_run(ledger, job_record(clock.now()), clock.now()), status, used
+        )
         for status, used in ((JobStatus.SUCCEEDED, 900), (JobStatus.FAILED, 40), (JobStatus.CANCELED, 0))
     ]
     assert ledger.counter("user:alice", period_of(clock.now())).reserved == 15_000
@@ -130,7 +141,7 @@ def test_a_running_job_keeps_its_reservation_and_is_looked_at_later(
     ledger: InMemoryBudgetLedger,
     clock: FakeClock,
 ) -> None:
-    job = _reserve(ledger, job_record(clock.now(), status=JobStatus.RUNNING), clock.now())
+    job = reserve_first_run(ledger, job_record(clock.now(), status=JobStatus.RUNNING), clock.now())
     repository.jobs[job.job_id] = job
 
     clock.advance(GRACE)
@@ -147,7 +158,7 @@ def test_a_submit_that_crashed_after_reserving_is_released_once_its_claim_expire
     deps: SweeperDependencies, ledger: InMemoryBudgetLedger, clock: FakeClock
 ) -> None:
     # Given a reservation whose submit crashed before writing the job (no retry came)
-    _reserve(ledger, job_record(clock.now()), clock.now())
+    reserve_first_run(ledger, job_record(clock.now()), clock.now())
     period = period_of(clock.now())
 
     # When the sweeper looks while its claim lives, it leaves it (a retry may still complete it)
@@ -169,7 +180,7 @@ def test_what_the_notifier_settled_costs_the_sweeper_nothing(
     clock: FakeClock,
 ) -> None:
     ended = _store_ended(
-        repository, _reserve(ledger, job_record(clock.now()), clock.now()), JobStatus.SUCCEEDED, 7
+        repository, reserve_first_run(ledger, job_record(clock.now()), clock.now()), JobStatus.SUCCEEDED, 7
     )
     assert settle_job(ledger, ended)
 
@@ -192,7 +203,10 @@ def test_a_failing_reservation_read_holds_up_nothing_else(
     ledger = FlakyLedger()
     jobs = [
         _store_ended(
-            repository, _reserve(ledger, job_record(clock.now()), clock.now()), JobStatus.SUCCEEDED, 1
+            repository,
+            reserve_first_run(ledger, job_record(clock.now()), clock.now()),
+            JobStatus.SUCCEEDED,
+            1,
         )
         for _ in range(12)
     ]

@@ -2,7 +2,8 @@
 
 No construct holds the provider (the worker's settings in infra/constructs/worker.py name it);
 locally every function's OPENAI_BASE_URL points at this server (outlast.local.model_server), the
-batcher's and the poller's too: its Batch API completes a batch a few seconds after its creation.
+batcher's and the poller's too: its Batch API completes a batch a few seconds after its creation
+(`outlast local up --batch-seconds` sets how many).
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from outlast.local.model_server import ModelServer
 class ModelProvider(Starter):
     """The local model server, on a free port."""
 
-    def __init__(self) -> None:
+    def __init__(self, batch_seconds: float | None = None) -> None:
         self.server: ModelServer | None = None
+        self._batch_seconds = batch_seconds
 
     def start(self) -> ModelProvider:
-        self.server = ModelServer().start()
+        server = (
+            ModelServer() if self._batch_seconds is None else ModelServer(batch_seconds=self._batch_seconds)
+        )
+        self.server = server.start()
         return self
 
     @property

@@ -460,4 +460,9 @@ def _tier(job: JobRecord) -> str:
         if job.batch_fallback
         else ""
     )
-    return f"batch, {waiting}{fallback}"
+    late = (
+        f"; {job.late_tokens:,} tokens of answers discarded after it ended (in its usage and budget)"
+        if job.late_tokens
+        else ""
+    )
+    return f"batch, {waiting}{fallback}{late}"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-import functions.worker.service
+import functions.worker.terminal
 import shared.retention
 from functions.worker.service import JobWorker
 from shared.job import BlobLocation
@@ -91,7 +91,7 @@ def test_a_cancel_that_lands_after_the_answer_wins_and_keeps_the_usage(
             cancels.append(pipeline.cancel(job_id))
         return end_input(*args)
 
-    monkeypatch.setattr(functions.worker.service, "end_input", cancel_first)
+    monkeypatch.setattr(functions.worker.terminal, "end_input", cancel_first)
     spied = pipeline.spy_worker()
 
     # When the job runs

@@ -14,6 +14,7 @@ import pytest
 
 import functions.relay.handler
 from functions.worker.service import JobWorker
+from functions.worker.terminal import TerminalWrites
 from shared.job_errors import ERROR_MESSAGES
 from tests.support.faults import InjectedFaultError, crash_once, fail_once
 from tests.support.pipeline import Pipeline
@@ -77,7 +78,7 @@ def test_a_crash_before_the_result_write_costs_one_more_model_call(
     invocation, so the retry calls the model again: 2 model calls for 1 result, never a
     Succeeded job without its result."""
     # Given a worker that dies once between the model's answer and the result write
-    crashes = crash_once(monkeypatch, JobWorker, "_succeed")
+    crashes = crash_once(monkeypatch, TerminalWrites, "succeed")
     job_id = pipeline.submit(BODY, key="crash-before-result")["body"]["jobId"]
 
     # When the pipeline runs with the sweeper (which expires the dead worker's lease)
@@ -102,7 +103,7 @@ def test_a_crash_after_the_result_write_is_adopted_without_a_second_call(
     """The result (with its usage) was stored, then the worker died before the terminal write. The
     next claim adopts the stored result: one model call, and the job's usage is that call's."""
     # Given a worker that dies once after the result write, before the status write
-    crashes = crash_once(monkeypatch, JobWorker, "_terminal")
+    crashes = crash_once(monkeypatch, TerminalWrites, "terminal")
     job_id = pipeline.submit(LONG_ANSWER_BODY, key="crash-after-result")["body"]["jobId"]
 
     # When the pipeline runs with the sweeper

@@ -176,6 +176,10 @@ class StageConfig(BaseModel):
     # six times it plus the batching window: the calls of a batcher that died come back that late.
     batcher_timeout_seconds: int = Field(default=300, alias="batcherTimeoutSeconds", ge=10, le=900)
     batch_poll_schedule: str = Field(default="rate(1 minute)", alias="batchPollSchedule", min_length=1)
+    # The poller resolves a batcher's intent left this long after the batcher's timeout (a batcher
+    # that died between its create and its record): the provider's list catching up with a create,
+    # and the clocks of Lambda and the provider apart.
+    batch_intent_margin_seconds: int = Field(default=60, alias="batchIntentMarginSeconds", ge=0, le=3600)
     openai_base_url: str | None = Field(default=None, alias="openAiBaseUrl")
     # Token budgets (DESIGN.md, "Token budgets"): the monthly limit of tenants without their own
     # (`outlast ops budgets set`); 0: no limit, and no budget writes for them.

@@ -418,5 +418,7 @@ def batch_poller_environment(
             "provider_timeout_seconds": config.provider_timeout_seconds,
             "input_retention_hours": config.input_retention_hours,
             "budgets_table": budgets_table,
+            # A batcher alive is done with its create and its record within its timeout.
+            "batch_intent_grace_seconds": config.batcher_timeout_seconds + config.batch_intent_margin_seconds,
         },
     )

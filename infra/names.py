@@ -234,6 +234,7 @@ class Runbook(StrEnum):
     BATCHER_DLQ_NOT_EMPTY = "batcher-dlq-not-empty"
     BATCH_OVERDUE = "batch-overdue"
     BATCH_FAILED = "batch-failed"
+    BATCH_ORPHANED = "batch-orphaned"
 
     @property
     def link(self) -> str:

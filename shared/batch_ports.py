@@ -3,9 +3,10 @@ poller sees through, and the queue the worker hands calls to the batcher by."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Protocol
 
-from shared.batches import BatchCall, OpenBatch, ProviderBatch
+from shared.batches import BatchCall, BatchIntent, OpenBatch, OpenEntries, ProviderBatch
 
 
 class BatchApi(Protocol):
@@ -27,20 +28,39 @@ class BatchApi(Protocol):
         """The lines of a batch's file (input, output or errors), parsed."""
         ...
 
+    def find(self, key: str, value: str, since: datetime) -> list[ProviderBatch]:
+        """The batches created at or after `since` whose metadata maps `key` to `value`, newest
+        first (the provider lists newest first: the look-up stops at the first batch older)."""
+        ...
+
 
 class OpenBatchStore(Protocol):
-    """The batches not yet seen through (a table that holds nothing else)."""
+    """The batches not yet seen through, and the batcher's intents of batches it is creating (a
+    table that holds nothing else)."""
 
     def put(self, batch: OpenBatch) -> None:
         """Record a batch just created."""
         ...
 
-    def list_open(self, limit: int) -> list[OpenBatch]:
-        """Up to `limit` open batches."""
+    def put_orphan(self, batch: OpenBatch) -> bool:
+        """Record an orphaned batch unless its id is recorded already (its batcher recorded it
+        before it died): True when this call wrote it."""
+        ...
+
+    def list_open(self, limit: int) -> OpenEntries:
+        """Up to `limit` entries: open batches and intents."""
         ...
 
     def delete(self, batch_id: str) -> None:
         """The batch is seen through: every job in it moved on."""
+        ...
+
+    def put_intent(self, intent: BatchIntent) -> None:
+        """Record a batch about to be created (before the provider's create)."""
+        ...
+
+    def delete_intent(self, intent_id: str) -> None:
+        """The intent's batch is recorded under its provider id, or known never to exist."""
         ...
 
 

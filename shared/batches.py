@@ -25,6 +25,8 @@ COMPLETION_WINDOW_SECONDS = 24 * 3600
 # The hold outlives the batch's window by this much: the poller's schedule, and a late finish.
 HOLD_GRACE_SECONDS = 3600
 CHAT_ENDPOINT: Final = "/v1/chat/completions"
+# The metadata key a provider batch carries its write-ahead intent's id under (BatchIntent).
+INTENT_METADATA_KEY: Final = "outlast_intent"
 _SEPARATOR = ":"
 
 
@@ -113,6 +115,9 @@ class OpenBatch(BaseModel):
     model: str
     created_at: datetime
     calls: tuple[BatchCall, ...]  # without bodies
+    # A batch its batcher died before recording (found through its BatchIntent): no job waits on
+    # it, so its answers are never kept; what the provider billed for them is late usage.
+    orphaned: bool = False
 
     @property
     def job_ids(self) -> list[str]:
@@ -120,8 +125,51 @@ class OpenBatch(BaseModel):
         return list(dict.fromkeys(call.job_id for call in self.calls))
 
     def overdue(self, now: datetime) -> bool:
-        """True when the batch is still open past its completion window (an alarm's matter)."""
-        return now - self.created_at > timedelta(seconds=COMPLETION_WINDOW_SECONDS)
+        """True when the batch is still open past its completion window (an alarm's matter). An
+        orphan stays open until its jobs end, which is no provider's delay."""
+        return not self.orphaned and now - self.created_at > timedelta(seconds=COMPLETION_WINDOW_SECONDS)
+
+
+class BatchIntent(BaseModel):
+    """The batcher's write-ahead record of a batch it is about to create: written before the
+    provider's create, deleted once the batch is recorded under its provider id. One left behind
+    names a batcher that died in between; the poller looks the provider's batches up for the one
+    whose metadata names the intent (`INTENT_METADATA_KEY`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    intent_id: str
+    model: str
+    created_at: datetime
+    calls: tuple[BatchCall, ...]  # without bodies
+
+    @property
+    def job_ids(self) -> list[str]:
+        """Each job with a call in the intended batch, once."""
+        return list(dict.fromkeys(call.job_id for call in self.calls))
+
+    def metadata(self) -> dict[str, str]:
+        """The provider batch's metadata: whose batch it is, and the intent that names it."""
+        return {"source": "outlast", INTENT_METADATA_KEY: self.intent_id}
+
+    def orphan(self, batch_id: str) -> OpenBatch:
+        """The provider batch found for this intent, as an open batch nobody waits on."""
+        return OpenBatch(
+            batch_id=batch_id, model=self.model, created_at=self.created_at, calls=self.calls, orphaned=True
+        )
+
+    def unresolved(self, now: datetime, grace: timedelta) -> bool:
+        """True while its batcher may still be between the create and the record (its timeout)."""
+        return now - self.created_at < grace
+
+
+class OpenEntries(BaseModel):
+    """What the open batches' table holds: the batches to see through, the intents to resolve."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batches: tuple[OpenBatch, ...] = ()
+    intents: tuple[BatchIntent, ...] = ()
 
 
 class BatchAnswer(BaseModel):

@@ -3,33 +3,57 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from shared.batches import OpenBatch, ProviderBatch
+from shared.batches import BatchIntent, OpenBatch, OpenEntries, ProviderBatch
+from shared.clock import Clock, SystemClock
 
 
 class InMemoryOpenBatchStore:
-    """Open batches by id, like the table that holds open batches only."""
+    """Open batches and intents by id, like the table that holds nothing else."""
 
     def __init__(self) -> None:
         self.batches: dict[str, OpenBatch] = {}
+        self.intents: dict[str, BatchIntent] = {}
 
     def put(self, batch: OpenBatch) -> None:
         self.batches[batch.batch_id] = batch
 
-    def list_open(self, limit: int) -> list[OpenBatch]:
-        return list(self.batches.values())[:limit]
+    def put_orphan(self, batch: OpenBatch) -> bool:
+        if batch.batch_id in self.batches:
+            return False
+        self.batches[batch.batch_id] = batch
+        return True
+
+    def list_open(self, limit: int) -> OpenEntries:
+        entries: list[OpenBatch | BatchIntent] = [*self.batches.values(), *self.intents.values()]
+        entries = entries[:limit]
+        return OpenEntries(
+            batches=tuple(entry for entry in entries if isinstance(entry, OpenBatch)),
+            intents=tuple(entry for entry in entries if isinstance(entry, BatchIntent)),
+        )
 
     def delete(self, batch_id: str) -> None:
         self.batches.pop(batch_id, None)
 
+    def put_intent(self, intent: BatchIntent) -> None:
+        self.intents[intent.intent_id] = intent
+
+    def delete_intent(self, intent_id: str) -> None:
+        self.intents.pop(intent_id, None)
+
 
 class FakeBatchApi:
-    """Batches a test moves on by hand (`finish`): their input lines, status and output lines."""
+    """Batches a test moves on by hand (`finish`): their input lines, status and output lines, their
+    metadata, and when they were created (by `clock`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or SystemClock()
         self.batches: dict[str, ProviderBatch] = {}
         self.files: dict[str, list[dict[str, Any]]] = {}
+        self.metadata: dict[str, dict[str, str]] = {}
+        self.created: dict[str, datetime] = {}
         self.cancelled: list[str] = []
 
     def create(self, model: str, input_file: bytes, metadata: dict[str, str]) -> ProviderBatch:
@@ -37,14 +61,25 @@ class FakeBatchApi:
         self.files[f"in-{number}"] = [json.loads(line) for line in input_file.decode().splitlines()]
         batch = ProviderBatch(batch_id=f"batch-{number}", status="in_progress", input_file_id=f"in-{number}")
         self.batches[batch.batch_id] = batch
+        self.metadata[batch.batch_id] = dict(metadata)
+        self.created[batch.batch_id] = self.clock.now()
         return batch
+
+    def find(self, key: str, value: str, since: datetime) -> list[ProviderBatch]:
+        newest_first = reversed(self.batches)  # created in order, as the provider lists them
+        return [
+            self.batches[batch_id]
+            for batch_id in newest_first
+            if self.created[batch_id] >= since and self.metadata[batch_id].get(key) == value
+        ]
 
     def retrieve(self, batch_id: str) -> ProviderBatch:
         return self.batches[batch_id]
 
     def cancel(self, batch_id: str) -> None:
         self.cancelled.append(batch_id)
-        self.batches[batch_id] = self.batches[batch_id].model_copy(update={"status": "cancelled"})
+        if not self.batches[batch_id].ended:  # an ended batch stays as it ended
+            self.batches[batch_id] = self.batches[batch_id].model_copy(update={"status": "cancelled"})
 
     def lines(self, file_id: str) -> list[dict[str, Any]]:
         return self.files[file_id]

@@ -21,6 +21,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="BatchesOpen", unit="Count", value=report.open)
     metrics.add_metric(name="BatchesOverdue", unit="Count", value=report.overdue)
     metrics.add_metric(name="BatchesFailed", unit="Count", value=report.failed)
+    if report.orphaned:
+        metrics.add_metric(name="BatchesOrphaned", unit="Count", value=report.orphaned)
     if report.errors:
         metrics.add_metric(name="BatchPollErrors", unit="Count", value=report.errors)
     return {"open": report.open, "ended": report.ended, "handedBack": report.handed_back}

@@ -10,9 +10,10 @@ job with a call left unanswered (expired or failed batch, a refused or unfit ans
 fall back: its remaining calls run at flex, then standard, where their errors are classified as
 any call's. A job that moved on (canceled, taken over) has its late answers discarded, but what the
 provider billed for them is counted onto the ended job and its tenant's budget once per (job,
-batch) (`_settle_late`). Every write is conditional (on the call's hold, or on the job's record of
-the batches it was seen through), so a second run over the same batch changes nothing; the batch
-leaves the open list last.
+batch) (functions.batch_poller.late). Every write is conditional (on the call's hold, or on the
+job's record of the batches it was seen through), so a second run over the same batch changes
+nothing; the batch leaves the open list last. A batch its batcher died before recording is found
+by the batcher's intent and seen through as an orphan (functions.batch_poller.orphans).
 """
 
 from __future__ import annotations
@@ -23,17 +24,10 @@ from datetime import datetime
 from typing import Any
 
 from functions.batch_poller.dependencies import BatchPollerDependencies
-from shared.batches import (
-    BatchCall,
-    BatchStatus,
-    OpenBatch,
-    ProviderBatch,
-    answer_of,
-    billed_usage,
-    schema_of,
-)
-from shared.budgets import late_usage_for, settle_late
-from shared.job import BlobLocation, JobRecord, JobResult, StepOutput, add_usage
+from functions.batch_poller.late import lines_of, output_lines, settle_late_lines
+from functions.batch_poller.orphans import resolve_intent, see_orphan_through
+from shared.batches import BatchCall, BatchStatus, OpenBatch, ProviderBatch, answer_of, schema_of
+from shared.job import BlobLocation, JobRecord, JobResult, StepOutput
 from shared.lifecycle import JobStatus
 from shared.observability import logger
 from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
@@ -52,13 +46,23 @@ class PollReport:
     handed_back: int = 0
     overdue: int = 0  # open past the completion window
     failed: int = 0  # ended failed or expired
-    errors: int = 0  # batches this run could not look at (the next run tries again)
+    errors: int = 0  # batches (or intents) this run could not look at (the next run tries again)
+    orphaned: int = 0  # provider batches found that their batcher died before recording
 
 
 def poll(deps: BatchPollerDependencies) -> PollReport:
-    """One look at every open batch (up to the run's limit)."""
+    """One look at every open batch and every intent left behind (up to the run's limit)."""
     report = PollReport()
-    for batch in deps.batches.list_open(deps.settings.max_batches_per_run):
+    entries = deps.batches.list_open(deps.settings.max_batches_per_run)
+    for intent in entries.intents:
+        try:
+            report.orphaned += resolve_intent(deps, intent)
+        except Exception:  # noqa: BLE001 - logged; one intent must not hold up the batches
+            logger.exception(
+                "the poller could not resolve a batch intent", extra={"intent_id": intent.intent_id}
+            )
+            report.errors += 1
+    for batch in entries.batches:
         report.open += 1
         report.overdue += batch.overdue(deps.clock.now())
         try:
@@ -71,7 +75,11 @@ def poll(deps: BatchPollerDependencies) -> PollReport:
 
 def _look_at(deps: BatchPollerDependencies, batch: OpenBatch, report: PollReport) -> None:
     provider = deps.api().retrieve(batch.batch_id)
-    if provider.ended:
+    if batch.orphaned:
+        if see_orphan_through(deps, batch, provider):
+            report.ended += 1
+            deps.batches.delete(batch.batch_id)
+    elif provider.ended:
         report.ended += 1
         report.failed += provider.status in (BatchStatus.FAILED, BatchStatus.EXPIRED)
         report.handed_back += _see_through(deps, batch, provider)
@@ -104,7 +112,7 @@ def _honour_cancels(deps: BatchPollerDependencies, batch: OpenBatch, provider: P
 
 
 def _see_through(deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch) -> int:
-    answers = _lines(deps, provider.output_file_id)
+    answers = output_lines(deps, provider.output_file_id)
     schemas = _schemas(deps, batch, provider)
     waiting = _waiting(deps, batch)
     handed_back = 0
@@ -121,38 +129,8 @@ def _see_through(deps: BatchPollerDependencies, batch: OpenBatch, provider: Prov
                 continue
         elif job is not None:
             _cancel(deps, job)  # its answers, late, are discarded
-        _settle_late(
-            deps,
-            job_id,
-            batch.batch_id,
-            [answers[call.custom_id] for call in calls if call.custom_id in answers],
-        )
+        settle_late_lines(deps, job_id, batch.batch_id, lines_of(calls, answers))
     return handed_back
-
-
-def _settle_late(
-    deps: BatchPollerDependencies, job_id: str, batch_id: str, lines: list[dict[str, Any]]
-) -> None:
-    """Count what the provider billed for a job's discarded answers: onto the ended job, then its
-    tenant's budget, once per (job, batch) each (both writes are conditional, so a run repeated
-    after a crash between them makes the one still owed). A job handed back from this batch by an
-    earlier run, or not ended (taken over after its hold ran out), counts nothing here."""
-    usage = add_usage(*(billed_usage(line) for line in lines))
-    if usage is None:
-        return
-    job = deps.repository.count_late_usage(job_id, batch_id, usage)
-    if job is None:
-        logger.info("late answers discarded uncounted", extra={"job_id": job_id, "batch_id": batch_id})
-        return
-    late = late_usage_for(job, batch_id, usage)
-    if late is not None:
-        settle_late(deps.budgets, late)
-
-
-def _lines(deps: BatchPollerDependencies, file_id: str | None) -> dict[str, dict[str, Any]]:
-    if file_id is None:
-        return {}
-    return {str(line.get("custom_id")): line for line in deps.api().lines(file_id)}
 
 
 def _schemas(

@@ -16,3 +16,6 @@ class BatchPollerSettings(JobPolicySettings, BatchProviderSettings, BudgetStorag
     isolation_queue_url: str = Field(alias=r.ENV_ISOLATION_QUEUE_URL, min_length=1)
     # Open batches seen per run (the table holds open batches only).
     max_batches_per_run: int = Field(default=100, alias="BATCH_POLL_MAX", ge=1, le=1000)
+    # An intent this old names a batcher that died between its create and its record: the
+    # batcher's timeout plus a margin (synth: infra.environment.batch_poller_environment).
+    batch_intent_grace_seconds: int = Field(alias="BATCH_INTENT_GRACE_SECONDS", ge=1)

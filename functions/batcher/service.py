@@ -5,14 +5,21 @@ CancellationRequested under the call's hold, in no batch yet), so a redelivered 
 of a job a later claim took over, makes no second line. The batch is recorded (the poller's list)
 before it is named on its jobs; a crash between the two leaves the poller a batch whose jobs name
 none, which it sees through all the same (it goes by the calls, not by the jobs' batchId).
+
+Write-ahead: an intent is recorded before the provider's create, and the batch carries its id in
+its metadata; the intent is deleted once the batch is recorded. A batcher that dies in between
+(or whose create failed after reaching the provider) leaves the intent, and the poller finds the
+batch that nothing recorded by its metadata (functions.batch_poller.intents): SQS delivers the
+calls again into another batch, so that one is cancelled and what it billed counted as late usage.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from functions.batcher.dependencies import BatcherDependencies
-from shared.batches import BatchCall, OpenBatch, by_model, input_file
+from shared.batches import BatchCall, BatchIntent, OpenBatch, by_model, input_file
 from shared.lifecycle import JobStatus
 from shared.observability import logger
 from shared.ports import TransitionConflictError
@@ -36,15 +43,16 @@ def batch_calls(deps: BatcherDependencies, calls: list[BatchCall]) -> BatcherRep
         report.stale += len(group) - len(waiting)
         if not waiting:
             continue
-        created = deps.api().create(model, input_file(waiting), {"source": "outlast"})
-        deps.batches.put(
-            OpenBatch(
-                batch_id=created.batch_id,
-                model=model,
-                created_at=deps.clock.now(),
-                calls=tuple(call.without_body() for call in waiting),
-            )
+        calls_kept = tuple(call.without_body() for call in waiting)
+        intent = BatchIntent(
+            intent_id=uuid.uuid4().hex, model=model, created_at=deps.clock.now(), calls=calls_kept
         )
+        deps.batches.put_intent(intent)  # first: a batch made after it can always be found
+        created = deps.api().create(model, input_file(waiting), intent.metadata())
+        deps.batches.put(
+            OpenBatch(batch_id=created.batch_id, model=model, created_at=deps.clock.now(), calls=calls_kept)
+        )
+        deps.batches.delete_intent(intent.intent_id)
         for job_id in dict.fromkeys(call.job_id for call in waiting):
             hold = next(call.hold for call in waiting if call.job_id == job_id)
             try:

@@ -6,7 +6,8 @@ are given to it here); the queue's batching window (`batchWindowSeconds`, at mos
 calls into one invocation and so into one provider batch per model. The poller runs on a schedule
 (`batchPollSchedule`), sees each open batch through and hands its jobs back to the jobs queues.
 Alarms: the batcher's DLQ not empty, a batch open past its 24-hour window, a batch that failed or
-expired (its calls fell back to flex, then standard: a cost, not an outage).
+expired (its calls fell back to flex, then standard: a cost, not an outage), a batch its batcher
+died before recording (found by its intent, cancelled: a cost).
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ class Batch(Construct):
         )
         # A call's job is read (its hold), and its batch recorded on it (conditional UpdateItem).
         grants.grant_table(storage.jobs_table, self.batcher, ["GetItem", "UpdateItem"])
-        grants.grant_table(self.table, self.batcher, ["PutItem"])
+        # Its intent first, then the batch created, then the intent deleted (write-ahead: a batch its
+        # batcher died before recording is found by the poller, functions.batch_poller.orphans).
+        grants.grant_table(self.table, self.batcher, ["PutItem", "DeleteItem"])
         grants.grant_secret_value(secret, self.batcher)
         self.batcher.add_event_source(
             sources.SqsEventSource(
@@ -142,7 +145,8 @@ class Batch(Construct):
             storage.payload_bucket, self.poller, ["GetObject", "PutObject"], [r.RESULT_PREFIX]
         )
         grants.grant_missing_objects_as_404(storage.payload_bucket, self.poller)
-        grants.grant_table(self.table, self.poller, ["Scan", "DeleteItem"])
+        # Open batches and intents listed and deleted; an orphaned batch recorded (conditional Put).
+        grants.grant_table(self.table, self.poller, ["Scan", "DeleteItem", "PutItem"])
         grants.grant_send(outbox.jobs_queue, self.poller)
         grants.grant_send(outbox.isolation_queue, self.poller)
         grants.grant_secret_value(secret, self.poller)
@@ -186,6 +190,13 @@ class Batch(Construct):
                 "A provider batch is open past its 24-hour completion window.",
                 "Cancel it at the provider: the poller keeps its answers and sends the rest to flex.",
                 Runbook.BATCH_OVERDUE,
+            ),
+            (
+                "BatchOrphaned",
+                poller_metric("BatchesOrphaned"),
+                "A provider batch was found that its batcher died before recording: it was cancelled.",
+                "Nothing for the jobs (their calls went into another batch); read the batcher's errors.",
+                Runbook.BATCH_ORPHANED,
             ),
             (
                 "BatchFailed",

@@ -95,7 +95,7 @@ PROFILES: dict[Fault, FaultProfile] = {
         tag(ProcessFault.BATCHER_DEATH_AFTER_CREATE),
         0,
         _SUCCEEDS,
-        "a batch nothing recorded is made again from the redelivered calls",
+        "a batch nothing recorded is found by its intent and cancelled; the calls go to another",
     ),
     Fault.POLLER_DEATH_AFTER_ANSWERS: FaultProfile(
         tag(ProcessFault.POLLER_DEATH_AFTER_ANSWERS),

@@ -31,7 +31,7 @@ class KindRow:
 @dataclass
 class ChaosReport:
     """Everything a run found; `ok` is False on any loss, duplicate, leak, violation, denied call,
-    or a job that failed for another job's fault."""
+    a job that failed for another job's fault, or a provider batch left unseen."""
 
     run_id: str
     seed: int
@@ -80,6 +80,12 @@ class ChaosReport:
     # owners' followers received (none may belong to another owner: leaks say so).
     streamed: int = 0
     output_messages: int = 0
+    # The batch tier (DESIGN.md, "Cost tiers"): the batches the model server created, those of them
+    # cancelled, and what was left running or open after the drain (a batch nothing will ever see
+    # through, cancel or count: outlast.chaos.provider_batches). Must be empty.
+    provider_batches: int = 0
+    provider_batches_cancelled: int = 0
+    batch_leftovers: list[str] = field(default_factory=list)
     run_seconds: float | None = None
     drain_seconds: float | None = None
     jobs: list[dict[str, Any]] = field(default_factory=list)  # per job, for --json-out only
@@ -105,6 +111,7 @@ class ChaosReport:
             or self.violations
             or self.blameless_failures
             or self.iam_denials
+            or self.batch_leftovers
             or drifted
         )
 
@@ -204,6 +211,11 @@ def summary_lines(report: ChaosReport) -> list[tuple[str, str]]:
         ("jobs failed without a fault of their own", _must_be_zero(report.blameless_failures)),
         ("calls a function's role denied (IAM)", _must_be_zero(report.iam_denials)),
         ("budget ledger vs tokens served", _budget(report)),
+        (
+            "provider batches left running or open",
+            _must_be_zero(report.batch_leftovers)
+            + f"  [{report.provider_batches} created, {report.provider_batches_cancelled} cancelled]",
+        ),
         ("model calls per Succeeded job", f"{report.calls_per_succeeded:.2f}  ({report.calls} calls)"),
         ("no-fault baseline calls per job", f"{report.baseline:.2f}"),
         ("jobs with model calls no fault explains", f"{len(report.unexplained_calls)}  (should be 0)"),
@@ -242,6 +254,7 @@ def render(report: ChaosReport) -> str:
         ("jobs failed without a fault of their own", report.blameless_failures),
         ("calls a function's role does not allow", report.iam_denials),
         ("budget ledger vs tokens served", report.budget_mismatches or []),
+        ("provider batches left running or open", report.batch_leftovers),
         ("unexpected outcomes", report.unexpected),
         ("model calls no fault explains", report.unexplained_calls),
         ("submits the clients gave up on", report.abandoned),

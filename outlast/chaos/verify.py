@@ -22,6 +22,7 @@ from typing import Any
 from outlast.api.http import TERMINAL_STATUSES, ApiError, HttpApi, JsonObject, TransportError
 from outlast.chaos.driver import Driver, JobRun
 from outlast.chaos.plan import PROFILES, Fault
+from outlast.chaos.provider_batches import check_provider_batches
 from outlast.chaos.report import ChaosReport, KindRow
 from outlast.local.access import local_client
 from outlast.local.fake_model.requests import messages_hash
@@ -143,6 +144,7 @@ class Verifier:
         self._check_poison()
         self._check_queues()
         self._check_replays()
+        self._check_provider_batches()  # before the budgets: an orphan's late usage comes in first
         report.iam_denials = denial_summary(self.driver.target.state)
         self._count()
         self._check_budgets()  # after the count: which jobs made the calls they were predicted
@@ -444,6 +446,12 @@ class Verifier:
             QueueUrl=target.queue_url("OutboxRelayFailures"), AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         self.report.relay_batches_given_up = int(attributes.get("ApproximateNumberOfMessages", 0))
+
+    def _check_provider_batches(self) -> None:
+        found = check_provider_batches(self.driver.target)
+        self.report.provider_batches = found.created
+        self.report.provider_batches_cancelled = found.cancelled
+        self.report.batch_leftovers = found.leftovers
 
     def _check_dlq(self, url: str, name: str, ours: set[str]) -> None:
         for _ in range(100):  # at most 1,000 messages: far more than a run parks

@@ -10,8 +10,8 @@ stops, or 60 s pass), and a streamed answer (`stream: true`: chunked server-sent
 stream before its end is logged `closed_early`, with the tokens sent so far as what was served).
 
 Routes: `POST /v1/chat/completions`, `GET /v1/models`, and the Batch API (`POST /v1/files`,
-`GET /v1/files/{id}[/content]`, `POST /v1/batches`, `GET /v1/batches/{id}`,
-`POST /v1/batches/{id}/cancel`: outlast.local.fake_model.batches; a batch completes
+`GET /v1/files/{id}[/content]`, `POST /v1/batches`, `GET /v1/batches[?limit=&after=]`,
+`GET /v1/batches/{id}`, `POST /v1/batches/{id}/cancel`: outlast.local.fake_model.batches; a batch completes
 `--batch-seconds` after its creation), all wanting a bearer key, any key. Not
 part of OpenAI, for tests and benchmarks: `GET /_calls` lists every finished chat call in the
 order they finished (outlast.local.fake_model.calls describes an entry; a call is logged just
@@ -42,13 +42,14 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from outlast.local.fake_model.batches import DEFAULT_BATCH_SECONDS, BatchDesk
+from outlast.local.fake_model.batches import DEFAULT_BATCH_SECONDS, DEFAULT_LIST_LIMIT, BatchDesk
 from outlast.local.fake_model.calls import CallOutcome
 from outlast.local.fake_model.model import DEFAULT_CONTEXT_TOKENS, FakeModel, Turn
 from outlast.local.fake_model.replies import Reply, error_reply, not_found, unauthorized
@@ -160,9 +161,12 @@ class _Handler(LocalRequestHandler):
         return self.server.state.model
 
     def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         if path.startswith(("/v1/files/", "/v1/batches/")):
             self._batch_get(path)
+            return
+        if path == "/v1/batches":
+            self._send(self._batch_list(query))
             return
         routes: dict[str, Callable[[], Reply]] = {
             "/v1/models": lambda: self._model.models(self.headers.get("Authorization")),
@@ -207,6 +211,17 @@ class _Handler(LocalRequestHandler):
             self._send(desk.retrieve(batch_item.group(1), time.time()))
         else:
             self._send(not_found(path))
+
+    def _batch_list(self, query: str) -> Reply:
+        """`GET /v1/batches?limit=N&after=ID`."""
+        if not authorized(self.headers.get("Authorization")):
+            return unauthorized()
+        params = urllib.parse.parse_qs(query)
+        limit = (params.get("limit") or [str(DEFAULT_LIST_LIMIT)])[0]
+        if not limit.isdigit():
+            return error_reply(400, "limit must be an integer.", "invalid_request_error", "limit")
+        after = params.get("after")
+        return self.server.state.batches.list_batches(int(limit), after[0] if after else None)
 
     def _batch_post(self, path: str, body: bytes) -> Reply:
         """`POST /v1/files` (multipart: purpose, file), `POST /v1/batches`, `.../{id}/cancel`."""

@@ -28,6 +28,8 @@ LOCAL_CONTEXT: dict[str, Any] = {
     # A short batcher timeout, so that the calls of a batcher that died come back within a minute
     # (its queue's visibility timeout is six times it).
     "batcherTimeoutSeconds": "10",
+    # The poller resolves a dead batcher's intent this long after the batcher's timeout.
+    "batchIntentMarginSeconds": "5",
 }
 STACK_TEMPLATE = f"{STACK_ID}.template.json"
 

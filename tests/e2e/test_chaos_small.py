@@ -97,6 +97,17 @@ def test_every_process_fault_really_fired(report: ChaosReport) -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
+def test_a_batch_its_batcher_died_before_recording_is_found_and_cancelled(report: ChaosReport) -> None:
+    # The batcher died right after its provider batch was created (batcher_death_after_create): its
+    # intent led the poller to that batch, which was cancelled (the local list runs nothing, so it
+    # was still running); after the drain no batch is left running at the model server and the
+    # open batches' table holds no batch and no intent
+    assert report.faults_fired.get(ProcessFault.BATCHER_DEATH_AFTER_CREATE.value, 0) > 0
+    assert report.batch_leftovers == [], _explain(report)
+    assert report.provider_batches_cancelled >= 1, _explain(report)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS)
 def test_poison_is_parked_with_its_reason(report: ChaosReport) -> None:
     assert report.poison_sent >= 2
     assert sum(report.poison_parked.values()) == report.poison_sent, _explain(report)
@@ -118,7 +129,15 @@ def test_the_report_fails_on_any_loss_duplicate_leak_violation_denial_or_blamele
     clean = ChaosReport(run_id="r", seed=1, planned=1, owners=1)
     assert clean.ok
     assert render(clean).endswith("PASS")
-    for name in ("lost", "duplicates", "leaks", "violations", "blameless_failures", "iam_denials"):
+    for name in (
+        "lost",
+        "duplicates",
+        "leaks",
+        "violations",
+        "blameless_failures",
+        "iam_denials",
+        "batch_leftovers",
+    ):
         failing = ChaosReport(run_id="r", seed=1, planned=1, owners=1)
         setattr(failing, name, ["job: why"])
         assert not failing.ok, name

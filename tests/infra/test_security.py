@@ -211,6 +211,7 @@ EXPECTED_ENVIRONMENT = {
         "PROVIDER_TIMEOUT_SECONDS",
         "INPUT_RETENTION_HOURS",
         r.ENV_BUDGETS_TABLE,
+        "BATCH_INTENT_GRACE_SECONDS",
     },
 }
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::Partition", "AWS::Region", "AWS::URLSuffix"}

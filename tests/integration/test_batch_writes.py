@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,13 +18,13 @@ from outlast.local.model_server import ModelServer
 from shared import resources as r
 from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
 from shared.adapters.openai_batches import OpenAIBatchApi
-from shared.batch_ports import OpenBatchStore
-from shared.batches import BatchCall, OpenBatch, input_file
+from shared.batch_ports import BatchApi, OpenBatchStore
+from shared.batches import BatchCall, BatchIntent, OpenBatch, OpenEntries, input_file
 from shared.job import Usage, handed_back_marker, late_marker
 from shared.lifecycle import JobStatus
 from shared.ports import JobRepository, Lease, Transition, TransitionConflictError
 from shared.tiers import Tier
-from tests.batch_fakes import InMemoryOpenBatchStore
+from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
 from tests.fakes import InMemoryJobRepository
 from tests.support import jobs
 from tests.support.storage import Storage
@@ -259,10 +259,68 @@ def test_an_open_batch_is_listed_until_it_is_deleted(store: OpenBatchStore) -> N
     store.put(batch)
     store.put(batch)  # a retried put is the same batch
 
-    assert store.list_open(10) == [batch]
+    assert store.list_open(10) == OpenEntries(batches=(batch,))
     assert batch.job_ids == ["job-a", "job-b"]
     store.delete("batch_1")
-    assert store.list_open(10) == []
+    assert store.list_open(10) == OpenEntries()
+
+
+def intent_and_batch() -> tuple[BatchIntent, OpenBatch]:
+    """An intent of job-a's call, and the batch `batch_1` of the same call."""
+    intent = BatchIntent(
+        intent_id="0123abcd",
+        model="gpt-4o-mini",
+        created_at=jobs.now_millis(),
+        calls=(call("job-a").without_body(),),
+    )
+    return intent, OpenBatch(
+        batch_id="batch_1", model="gpt-4o-mini", created_at=intent.created_at, calls=intent.calls
+    )
+
+
+def test_an_intent_is_listed_apart_from_the_batches_until_it_is_deleted(store: OpenBatchStore) -> None:
+    intent, batch = intent_and_batch()
+
+    store.put_intent(intent)
+    store.put(batch)
+
+    assert store.list_open(10) == OpenEntries(batches=(batch,), intents=(intent,))
+    store.delete_intent("0123abcd")
+    assert store.list_open(10) == OpenEntries(batches=(batch,))
+
+
+def test_an_orphan_is_recorded_only_when_no_batch_of_its_id_is(store: OpenBatchStore) -> None:
+    intent, recorded = intent_and_batch()
+    store.put(recorded)
+
+    assert not store.put_orphan(intent.orphan("batch_1"))  # its batcher recorded it before dying
+    assert store.put_orphan(intent.orphan("batch_2"))
+    assert not store.put_orphan(intent.orphan("batch_2"))  # a repeated run writes it once
+
+    listed = {batch.batch_id: batch.orphaned for batch in store.list_open(10).batches}
+    assert listed == {"batch_1": False, "batch_2": True}
+
+
+@pytest.fixture(params=["openai", "fake"])
+def batch_api(request: pytest.FixtureRequest) -> Iterator[BatchApi]:
+    if request.param == "fake":
+        yield FakeBatchApi()
+        return
+    with ModelServer(batch_seconds=60) as server:
+        yield OpenAIBatchApi(OpenAI(api_key="local", base_url=server.url, max_retries=0))
+
+
+def test_batches_are_found_by_their_metadata_newest_first(batch_api: BatchApi) -> None:
+    since = datetime.now(UTC) - timedelta(minutes=1)
+    first = batch_api.create("gpt-4o-mini", input_file([call("job-a")]), {"outlast_intent": "a"})
+    batch_api.create("gpt-4o-mini", input_file([call("job-b")]), {"outlast_intent": "b"})
+    second = batch_api.create("gpt-4o-mini", input_file([call("job-c")]), {"outlast_intent": "a"})
+
+    found = batch_api.find("outlast_intent", "a", since)
+
+    assert [batch.batch_id for batch in found] == [second.batch_id, first.batch_id]
+    assert batch_api.find("outlast_intent", "missing", since) == []
+    assert batch_api.find("outlast_intent", "a", datetime.now(UTC) + timedelta(minutes=1)) == []
 
 
 def test_the_batch_api_adapter_creates_retrieves_and_reads_a_batch_through_the_sdk() -> None:

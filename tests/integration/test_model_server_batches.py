@@ -1,6 +1,7 @@
 """The local model server's Batch API through the real `openai` SDK over a real socket: a batch
 is in progress until `batch_seconds` have passed, then completed with an output file of chat
-completions named by `custom_id`; `[[fault:batch_expired]]` expires its line; cancel runs nothing."""
+completions named by `custom_id`; `[[fault:batch_expired]]` expires its line; cancel runs nothing;
+the list pages newest first with each batch's metadata, and runs nothing."""
 
 from __future__ import annotations
 
@@ -43,11 +44,14 @@ def jsonl(*texts: str) -> bytes:
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
-def create(client: OpenAI, *texts: str) -> str:
+def create(client: OpenAI, *texts: str, metadata: dict[str, str] | None = None) -> str:
     uploaded = client.files.create(file=("in.jsonl", io.BytesIO(jsonl(*texts))), purpose="batch")
     assert uploaded.purpose == "batch"
     batch = client.batches.create(
-        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        input_file_id=uploaded.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata=metadata,
     )
     assert batch.status == "in_progress"
     return batch.id
@@ -112,3 +116,23 @@ def test_a_cancelled_batch_runs_nothing() -> None:
 def test_an_unknown_batch_is_404(client: OpenAI) -> None:
     with pytest.raises(NotFoundError):
         client.batches.retrieve("batch_missing")
+
+
+def test_the_list_pages_newest_first_with_each_batch_metadata_and_runs_nothing() -> None:
+    with ModelServer(batch_seconds=0) as server:
+        client = OpenAI(api_key="local", base_url=server.url, max_retries=0)
+        created = [create(client, f"text {n}", metadata={"outlast_intent": f"i{n}"}) for n in range(5)]
+
+        first = client.batches.list(limit=2)
+        every = list(client.batches.list(limit=2))  # the SDK follows `after` while `has_more`
+
+        assert [batch.id for batch in first.data] == created[::-1][:2]
+        assert first.has_more
+        assert [batch.id for batch in every] == created[::-1]
+        assert [(batch.metadata or {}).get("outlast_intent") for batch in every] == [
+            f"i{n}" for n in reversed(range(5))
+        ]
+        assert {batch.status for batch in every} == {"in_progress"}  # due, yet a list runs nothing
+        last = client.batches.list(limit=2, after=created[1])
+        assert [batch.id for batch in last.data] == [created[0]]
+        assert not last.has_more

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
-from shared.batches import BatchCall, OpenBatch
+from shared.batches import BatchCall, BatchIntent, OpenBatch
 from tests.integration.test_operator_dlq import World, create_world
 from tests.support import jobs
 from tests.support.aws import create_batches_table
@@ -55,6 +55,27 @@ def test_the_open_batches_are_listed_oldest_first_with_their_jobs(world: World, 
     assert (rows[0]["overdue"], rows[1]["overdue"]) == (True, False)
     assert "OVERDUE" in human.out
     assert "job-c" in human.out
+
+
+def test_orphaned_batches_and_unresolved_intents_are_shown(world: World, table: str) -> None:
+    store = DynamoOpenBatchStore(world.dynamodb, table)
+    intended = open_batch("unused", timedelta(minutes=1), "job-d")
+    intent = BatchIntent(
+        intent_id="feed0001", model=intended.model, created_at=intended.created_at, calls=intended.calls
+    )
+    store.put_intent(intent)
+    assert store.put_orphan(intent.orphan("batch_orphan"))
+
+    listed = world.cli("batches", "list", "--json")
+    human = world.cli("batches", "list")
+
+    assert listed.code == 0, listed.err
+    [row] = listed.document["batches"]
+    assert (row["batchId"], row["orphaned"]) == ("batch_orphan", True)
+    assert [entry["intentId"] for entry in listed.document["intents"]] == ["feed0001"]
+    assert listed.document["intents"][0]["jobIds"] == ["job-d"]
+    assert "ORPHANED" in human.out
+    assert "intent feed0001" in human.out
 
 
 def test_a_stack_without_the_batch_tier_says_so(

@@ -33,6 +33,9 @@ from tests.support.worker_world import World
 from tests.unit.test_extract_worker import VALID, extract_job
 from tests.unit.test_worker_flex import long_job
 
+# The poller's grace for a batcher's intent (the batcher's timeout plus a margin, set by synth).
+INTENT_GRACE_SECONDS = 70
+
 
 @pytest.fixture
 def world() -> Iterator[World]:
@@ -44,10 +47,10 @@ def world() -> Iterator[World]:
 class Batch:
     """The batcher and the poller over the world's fakes."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, store: InMemoryOpenBatchStore | None = None) -> None:
         self.world = world
-        self.api = FakeBatchApi()
-        self.store = InMemoryOpenBatchStore()
+        self.api = FakeBatchApi(world.clock)
+        self.store = store or InMemoryOpenBatchStore()
         settings = BatchPollerSettings.model_validate(
             {
                 r.ENV_JOBS_TABLE: "jobs",
@@ -57,6 +60,7 @@ class Batch:
                 r.ENV_BATCHES_TABLE: "batches",
                 r.ENV_OPENAI_SECRET: "secret",
                 r.ENV_BUDGETS_TABLE: "budgets",
+                "BATCH_INTENT_GRACE_SECONDS": str(INTENT_GRACE_SECONDS),
             }
         )
         self.ledger = InMemoryBudgetLedger()

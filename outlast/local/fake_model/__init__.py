@@ -55,7 +55,8 @@ The modules, one concern each (a new feature is a new module or an entry in one 
   acts the turn out.
 - `prompt_cache`: the cached tokens of a repeated prompt prefix.
 - `batches`: the Batch API (`/v1/files`, `/v1/batches`): a batch's lines run as chat calls once
-  `batch_seconds` have passed; `batch_expired` lines end in its error file.
+  `batch_seconds` have passed; `batch_expired` lines end in its error file; the list pages
+  newest first with each batch's `metadata` and runs nothing.
 - `structured`: a structured answer (the words it is made of, a broken one for `invalid_json`).
 - `schema_instance`: a deterministic instance of a JSON Schema (structured answers).
 """

@@ -7,8 +7,10 @@ as a chat call) and completes it: answered lines go to its output file, refused 
 file, in OpenAI's line shape. A line whose messages carry `[[fault:batch_expired]]` is never run:
 the batch ends `expired` and the line is in its error file with code `batch_expired` (OpenAI's
 answer for a request its batch did not reach in the completion window); the others complete. A
-cancelled batch (`POST /v1/batches/{id}/cancel`) runs nothing. Time is the caller's (`now`), so
-the desk is a pure state machine under a lock.
+cancelled batch (`POST /v1/batches/{id}/cancel`) runs nothing. `GET /v1/batches` lists batches
+newest first, as OpenAI pages them (`limit`, `after`, `has_more`), with the `metadata` each was
+created with; a list describes, it never runs a batch (only a retrieve does). Time is the
+caller's (`now`), so the desk is a pure state machine under a lock.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ DEFAULT_BATCH_SECONDS = 3.0
 COMPLETION_WINDOW = "24h"
 _WINDOW_SECONDS = 24 * 3600
 _EXPIRED = re.compile(r"\[\[fault:batch_expired\]\]")
+# OpenAI's list: 20 batches a page unless `limit` says otherwise (1 to 100).
+DEFAULT_LIST_LIMIT = 20
+MAX_LIST_LIMIT = 100
 
 # One chat call through the fake model: the request body in, the answer and its log entry out.
 RunCall = Callable[[bytes], tuple[Reply, CallOutcome]]
@@ -154,6 +159,32 @@ class BatchDesk:
             if batch.status == "in_progress" and now >= batch.created_at + self.batch_seconds:
                 self._run(batch, now)
             return Reply(200, batch.describe())
+
+    def list_batches(self, limit: int = DEFAULT_LIST_LIMIT, after: str | None = None) -> Reply:
+        """`GET /v1/batches`: newest first, `limit` a page, from the batch after `after`."""
+        if not 1 <= limit <= MAX_LIST_LIMIT:
+            return error_reply(400, "limit must be between 1 and 100.", "invalid_request_error", "limit")
+        with self._lock:
+            newest_first = list(reversed(self._batches.values()))  # created in order
+            start = 0
+            if after is not None:
+                ids = [batch.id for batch in newest_first]
+                if after not in ids:
+                    return _not_found("batch", after)
+                start = ids.index(after) + 1
+            page = newest_first[start : start + limit]
+            has_more = start + limit < len(newest_first)
+            data = [batch.describe() for batch in page]
+        return Reply(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": has_more,
+            },
+        )
 
     def cancel(self, batch_id: str, now: float) -> Reply:
         """`POST /v1/batches/{id}/cancel`: a batch not yet ended runs nothing more."""

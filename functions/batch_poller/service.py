@@ -4,8 +4,10 @@ For a batch still running, a job whose cancel was requested ends Canceled now (i
 lease), and a batch none of whose jobs still waits is cancelled at the provider. For an ended batch,
 each call's answer that is fit to keep (shared.batches.answer_of) is written once: a one-step job's
 as its result, a step's as its checkpoint (write-once: a written answer is never paid for again).
-Then each job still waiting goes back to Pending under its hold and is dispatched: its next claim
-adopts the result (the usual terminal write), or sends its next ready steps to the next batch. A
+A one-step job still waiting ends here, Succeeded with its answer through the usual terminal write
+under its hold (functions.batch_poller.finish); any other job still waiting goes back to Pending
+under its hold and is dispatched: its next claim sends its next ready steps to the next batch, or
+ends it with its final output. A
 job with a call left unanswered (expired or failed batch, a refused or unfit answer) is marked to
 fall back: its remaining calls run at flex, then standard, where their errors are classified as
 any call's. A job that moved on (canceled, taken over) has its late answers discarded, but what the
@@ -20,19 +22,26 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from functions.batch_poller.dependencies import BatchPollerDependencies
+from functions.batch_poller.finish import Finished, cancel, cancel_if_requested, finish, stored_location
 from functions.batch_poller.late import lines_of, output_lines, settle_late_lines
 from functions.batch_poller.orphans import resolve_intent, see_orphan_through
-from shared.batches import BatchCall, BatchStatus, OpenBatch, ProviderBatch, answer_of, schema_of
-from shared.job import BlobLocation, JobRecord, JobResult, StepOutput
+from shared.batches import (
+    BatchAnswer,
+    BatchCall,
+    BatchStatus,
+    OpenBatch,
+    ProviderBatch,
+    answer_of,
+    schema_of,
+)
+from shared.job import JobRecord, JobResult, StepOutput
 from shared.lifecycle import JobStatus
 from shared.observability import logger
 from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
-from shared.resources import INLINE_PAYLOAD_LIMIT_BYTES
-from shared.retention import end_input, input_expiry
+from shared.retention import input_expiry
 
 _WAITING = frozenset({JobStatus.RUNNING, JobStatus.CANCELLATION_REQUESTED})
 
@@ -44,6 +53,7 @@ class PollReport:
     open: int = 0
     ended: int = 0
     handed_back: int = 0
+    finished: int = 0  # one-step jobs ended Succeeded with their batch answer (no hand-back)
     overdue: int = 0  # open past the completion window
     failed: int = 0  # ended failed or expired
     errors: int = 0  # batches (or intents) this run could not look at (the next run tries again)
@@ -82,7 +92,7 @@ def _look_at(deps: BatchPollerDependencies, batch: OpenBatch, report: PollReport
     elif provider.ended:
         report.ended += 1
         report.failed += provider.status in (BatchStatus.FAILED, BatchStatus.EXPIRED)
-        report.handed_back += _see_through(deps, batch, provider)
+        _see_through(deps, batch, provider, report)
         deps.batches.delete(batch.batch_id)  # last: a run that died before it is repeated
     else:
         _honour_cancels(deps, batch, provider)
@@ -103,7 +113,7 @@ def _honour_cancels(deps: BatchPollerDependencies, batch: OpenBatch, provider: P
     waiting = _waiting(deps, batch)
     for job in waiting.values():
         if job.status is JobStatus.CANCELLATION_REQUESTED:
-            _cancel(deps, job)
+            cancel(deps, job)
     nobody_waits = all(job.status is JobStatus.CANCELLATION_REQUESTED for job in waiting.values())
     if nobody_waits and provider.status != "cancelling":
         # Nobody waits on it any more: stop the provider's work (what it answered so far is billed).
@@ -111,26 +121,70 @@ def _honour_cancels(deps: BatchPollerDependencies, batch: OpenBatch, provider: P
         logger.info("batch cancelled: no job waits on it", extra={"batch_id": provider.batch_id})
 
 
-def _see_through(deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch) -> int:
-    answers = output_lines(deps, provider.output_file_id)
-    schemas = _schemas(deps, batch, provider)
+@dataclass(frozen=True)
+class _Lines:
+    """An ended batch's output lines and the schemas its structured calls asked for, by custom_id."""
+
+    answers: dict[str, dict[str, Any]]
+    schemas: dict[str, dict[str, Any] | None]
+
+
+def _see_through(
+    deps: BatchPollerDependencies, batch: OpenBatch, provider: ProviderBatch, report: PollReport
+) -> None:
+    lines = _Lines(output_lines(deps, provider.output_file_id), _schemas(deps, batch, provider))
     waiting = _waiting(deps, batch)
-    handed_back = 0
     for job_id in batch.job_ids:
         calls = [call for call in batch.calls if call.job_id == job_id]
         job = waiting.get(job_id)
         if job is not None and job.status is JobStatus.RUNNING:
-            kept = [
-                _keep(deps, job, call, answers.get(call.custom_id), schemas.get(call.custom_id))
-                for call in calls
-            ]
-            if _hand_back(deps, job, batch.batch_id, fallback=not all(kept)):
-                handed_back += 1
+            if _move_on(deps, job, calls, batch.batch_id, lines=lines, report=report):
                 continue
         elif job is not None:
-            _cancel(deps, job)  # its answers, late, are discarded
-        settle_late_lines(deps, job_id, batch.batch_id, lines_of(calls, answers))
-    return handed_back
+            cancel(deps, job)  # its answers, late, are discarded
+        settle_late_lines(deps, job_id, batch.batch_id, lines_of(calls, lines.answers))
+
+
+def _move_on(
+    deps: BatchPollerDependencies,
+    job: JobRecord,
+    calls: list[BatchCall],
+    batch_id: str,
+    *,
+    lines: _Lines,
+    report: PollReport,
+) -> bool:
+    """End a one-step job with its answer, or keep the answers and hand the job back; False when
+    neither happened (a cancel won, or another writer took the job): its answers are then late."""
+    answer = _one_step_answer(deps, calls, lines)
+    if answer is not None:
+        outcome = finish(deps, job, batch_id, answer)
+        if outcome is Finished.SUCCEEDED:
+            report.finished += 1
+            return True
+        if outcome is not Finished.HAND_BACK:
+            return False
+    kept = [
+        _keep(deps, job, call, lines.answers.get(call.custom_id), lines.schemas.get(call.custom_id))
+        for call in calls
+    ]
+    if _hand_back(deps, job, batch_id, fallback=not all(kept)):
+        report.handed_back += 1
+        return True
+    return False
+
+
+def _one_step_answer(
+    deps: BatchPollerDependencies, calls: list[BatchCall], lines: _Lines
+) -> BatchAnswer | None:
+    """A one-step job's answer, fit to keep, that ends the job here (functions.batch_poller.finish);
+    None for a step of a longer job, or a call left unanswered (it is handed back to fall back)."""
+    if len(calls) != 1 or not calls[0].final:
+        return None
+    line = lines.answers.get(calls[0].custom_id)
+    if line is None:
+        return None
+    return answer_of(line, lines.schemas.get(calls[0].custom_id), deps.validator)
 
 
 def _schemas(
@@ -159,10 +213,7 @@ def _keep(
         return False
     if call.final:
         result = JobResult(job_id=job.job_id, output=answer.text, usage=answer.usage)
-        location: BlobLocation = (
-            "s3" if len(answer.text.encode("utf-8")) > INLINE_PAYLOAD_LIMIT_BYTES else "item"
-        )
-        deps.payloads.put_result(result, location, job.expires_at)
+        deps.payloads.put_result(result, stored_location(result), job.expires_at)
     else:
         step = StepOutput(job_id=job.job_id, step_id=call.step_id, output=answer.text, usage=answer.usage)
         deps.steps.put_step(step, input_expiry(deps.clock.now(), deps.settings.input_retention_hours))
@@ -188,35 +239,9 @@ def _hand_back(deps: BatchPollerDependencies, job: JobRecord, batch_id: str, *, 
     try:
         moved = deps.repository.transition(transition)
     except TransitionConflictError as conflict:
-        current = conflict.current
-        if (
-            current is not None
-            and current.status is JobStatus.CANCELLATION_REQUESTED
-            and current.lease_token == job.lease_token
-        ):
-            _cancel(deps, current)
+        cancel_if_requested(deps, job, conflict)
         return False
     # In its tenant's message group, as every job message is (DESIGN.md, "Fairness between tenants").
     deps.queues[Lane.of(moved)].send(JobMessage.of(moved, uuid.uuid4().hex))
     logger.info("job handed back from its batch", extra={"job_id": job.job_id, "fallback": fallback})
     return True
-
-
-def _cancel(deps: BatchPollerDependencies, job: JobRecord) -> None:
-    """The terminal write a worker makes on a cancel it observes, under the batch hold."""
-    now: datetime = deps.clock.now()
-    moved = end_input(deps.payloads, job, JobStatus.CANCELED, now, deps.settings.input_retention_hours)
-    transition = Transition(
-        job_id=job.job_id,
-        source=JobStatus.CANCELLATION_REQUESTED,
-        target=JobStatus.CANCELED,
-        now=now,
-        lease_token=job.lease_token,
-        input_location=moved,
-    )
-    try:
-        deps.repository.transition(transition)
-    except TransitionConflictError:
-        logger.info("canceled job moved on first", extra={"job_id": job.job_id})
-        return
-    logger.info("job canceled while its batch ran", extra={"job_id": job.job_id})

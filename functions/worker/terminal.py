@@ -14,6 +14,7 @@ from functions.worker.invocation import Invocation
 from functions.worker.steps import StepsStopped
 from shared.job import BlobLocation, JobError, JobRecord, JobResult, Usage, add_usage
 from shared.job_errors import job_error
+from shared.labels import normalize_label
 from shared.lifecycle import JobStatus
 from shared.observability import logger, metrics
 from shared.planner import StepPlan, final_output
@@ -209,11 +210,3 @@ class TerminalWrites:
             result_body=body,
             result_attempt=stored.output_attempt,
         )
-
-
-def normalize_label(text: str, labels: tuple[str, ...] | None) -> str:
-    """For classify, answer with the caller's spelling of a label when the model's casing differs."""
-    if not labels:
-        return text
-    by_folded = {label.casefold(): label for label in labels}
-    return by_folded.get(text.strip().strip(".").casefold(), text)

@@ -4,9 +4,10 @@ batch tier, measured end to end through the real handlers.
 Each job is submitted with `options.tier: "batch"`; the worker hands its ready calls to the
 batcher's queue and ends its claim; the batcher creates one provider batch per model on the local
 model server's Batch API (`/v1/files`, `/v1/batches`), which completes it `Harness.batch_seconds`
-after its creation; the batch poller (one scheduled run) writes each answer once and hands the job
-back; the worker claims it again and adopts the result, or sends its next steps (a long document's
-reduce) to the next batch. Rounds repeat until every job is Succeeded.
+after its creation; the batch poller (one scheduled run) writes each answer once: a one-step job's
+ends the job there (the usual terminal write under the hold), a step's is its checkpoint and the job
+goes back to the worker, which sends its next steps (a long document's reduce) to the next batch
+or ends it with its final output. Rounds repeat until every job is Succeeded.
 
 What it measures: the jobs' tokens (their status documents' usage, which names the tiers the calls
 ran at), and the handler time of the invocations of the worker, the batcher and the poller in the
@@ -30,7 +31,7 @@ BATCH_OPTIONS = {"tier": "batch"}
 TOKEN_USD_AIM = 0.5
 WAIT_GB_SECONDS_AIM = 0.05
 # Rounds of worker -> batcher -> poller before the run gives up (a long document takes two: its map
-# steps, then its reduce; the last round's hand-back is adopted by the worker's next claim).
+# steps, then its reduce; the last round's hand-back is ended by the worker's next claim).
 MAX_ROUNDS = 6
 POLL_GIVE_UP_SECONDS = 60.0  # a batch the local Batch API has not ended by then: the run failed
 MEASURED_FUNCTIONS = (FunctionName.WORKER.value, FunctionName.BATCHER.value, FunctionName.BATCH_POLLER.value)

@@ -76,9 +76,10 @@ def _batch(batch: dict[str, Any]) -> str:
             f'The same workload with `options.tier: "batch"` on {batch["model"]}, end to end: submit, '
             "relay, worker (hands the calls to the batcher's queue and ends its claim), batcher (one "
             "provider batch per model on the local model server's Batch API, which completes a batch "
-            f"{batch['batchSecondsLocal']:g} s after its creation), batch poller (writes each answer once "
-            "and hands the job back), worker again (adopts the result, or sends a long document's reduce to "
-            f"the next batch), in at most {batch['rounds']} rounds, until all {batch['jobs']} jobs "
+            f"{batch['batchSecondsLocal']:g} s after its creation), batch poller (writes each answer once: "
+            "a one-step job's ends the job with the usual terminal write, a step's is its checkpoint and "
+            "the job goes back), worker again for a long document (sends its reduce to the next batch, then "
+            f"ends it), in at most {batch['rounds']} rounds, until all {batch['jobs']} jobs "
             f"Succeeded; status reads saw `waitingFor: provider_batch` {batch['waitingForSeen']} times. "
             f"Per job: {per_job['inputTokens']:,.0f} input tokens ({per_job['cachedInputTokens']:,.0f} "
             f"cached, {batch['cachedShare']:.1%}), {per_job['outputTokens']:,.0f} output tokens, "
@@ -105,7 +106,10 @@ def _batch(batch: dict[str, Any]) -> str:
             "the worker's batch, as in the table above. Handler time is each invocation's wall time in "
             "one process against moto (warm containers: cold starts are the cost section's); the "
             "poller's runs are those that saw this run's batches (in AWS its schedule runs whether or not "
-            "a batch is open, a fixed cost per month). The standard run's worker, measured the same way, "
+            "a batch is open, a fixed cost per month), and include the local Batch API running the "
+            "batch's lines inside the retrieve that ends it (the model server is a thread of the same "
+            "process; the provider's retrieve answers at once). The standard run's worker, measured the "
+            "same way, "
             f"spent {batch['standardWorkerGbSecondsPerJob']:.4f} GB-s a job beside its model wait.",
         ]
     )

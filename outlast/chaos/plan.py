@@ -101,7 +101,7 @@ PROFILES: dict[Fault, FaultProfile] = {
         tag(ProcessFault.POLLER_DEATH_AFTER_ANSWERS),
         0,
         _SUCCEEDS,
-        "the next poll hands back a job whose answers were written",
+        "the next poll ends (or hands back) the job once, paying no answer twice",
     ),
     Fault.DUPLICATE_DELIVERY: FaultProfile("", 0, _SUCCEEDS, "a claim is atomic: copies make no calls"),
     Fault.PROVIDER_429_STORM: FaultProfile(

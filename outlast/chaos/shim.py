@@ -230,15 +230,17 @@ def _input_job_ids(input_file: bytes) -> list[str]:
 def _patch_poller(injector: Injector) -> None:
     from functions.batch_poller import service  # noqa: PLC0415 - the function's own code
 
-    def hand_back(original: Any) -> Any:
-        def _hand_back(deps: Any, job: Any, batch_id: str, **options: Any) -> Any:
+    def dies_first(original: Any) -> Any:
+        def _moves_job_on(deps: Any, job: Any, *args: Any, **options: Any) -> Any:
             injector.die_if(ProcessFault.POLLER_DEATH_AFTER_ANSWERS, str(job.job_id))
-            return original(deps, job, batch_id, **options)
+            return original(deps, job, *args, **options)
 
-        return _hand_back
+        return _moves_job_on
 
-    # A module function: _see_through looks it up in the module at each call.
-    setattr(service, "_hand_back", hand_back(service._hand_back))  # noqa: B010
+    # Module functions: the poller looks each up in the module at each call. A one-step job is
+    # ended by `finish`, a longer one handed back: the poller dies before either.
+    setattr(service, "_hand_back", dies_first(service._hand_back))  # noqa: B010
+    setattr(service, "finish", dies_first(getattr(service, "finish")))  # noqa: B009, B010
 
 
 _PATCHES: dict[str, Callable[[Injector], None]] = {

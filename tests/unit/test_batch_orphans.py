@@ -92,17 +92,17 @@ def test_a_batch_its_batcher_died_before_recording_is_cancelled_and_counted_once
     assert batch.run_batcher() == ["batch-2"]
     [call] = calls
     batch.api.finish("batch-1", "cancelled", {call.custom_id: "Answered before the cancel took."})
-    batch.api.finish("batch-2", "completed", {call.custom_id: "The second batch's answer."})
     poll(batch.poller)
-    assert world.current(job).status is JobStatus.PENDING  # handed back from the second batch only
+    assert world.current(job).status is JobStatus.RUNNING  # the orphan's answer is never kept
     assert "batch-1" in batch.store.batches  # its job has not ended: its late usage must wait
 
-    batch.redeliver(job)
+    batch.api.finish("batch-2", "completed", {call.custom_id: "The second batch's answer."})
+    poll(batch.poller)
     done = world.current(job)
-    assert done.status is JobStatus.SUCCEEDED
-    stored = world.payloads.find_result(job.job_id)
-    assert stored is not None
-    assert stored[1].output == "The second batch's answer."  # the orphan's answer was never kept
+    assert done.status is JobStatus.SUCCEEDED  # ended by the second batch's answer
+    result = done.inline_result()
+    assert result is not None
+    assert result.output == "The second batch's answer."
     poll(batch.poller)
     poll(batch.poller)  # a second look changes nothing
 

@@ -1,9 +1,9 @@
 """The batch tier through its use cases on fakes (DESIGN.md, "Cost tiers"): the worker hands a batch
 job's calls to the batcher and ends its claim with the job waiting; the batcher makes one batch per
-model of the calls still waiting; the poller writes the answers once and hands the job back, whose
-next claim ends it through the usual terminal write; an expired batch falls back to flex, a cancel
-ends the job at the next poll, and late answers are discarded, their usage counted once per (job,
-batch) onto the job and its tenant's budget."""
+model of the calls still waiting; the poller ends a one-step job with its answer through the usual
+terminal write (a longer job's answers are written once as checkpoints and the job handed back); an
+expired batch falls back to flex, a cancel ends the job at the next poll, and late answers are
+discarded, their usage counted once per (job, batch) onto the job and its tenant's budget."""
 
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ from functions.batcher.service import batch_calls
 from shared import resources as r
 from shared.adapters.json_schema import JsonSchemaValidator
 from shared.batches import COMPLETION_WINDOW_SECONDS
-from shared.contract import SubmitRequest
-from shared.job import BudgetHold, JobRecord
+from shared.contract import Operation, SubmitRequest
+from shared.job import BudgetHold, JobInput, JobRecord, handed_back_marker
 from shared.lifecycle import JobStatus
 from shared.ports import Lane, Transition
 from shared.tiers import Tier
 from tests.batch_fakes import FakeBatchApi, InMemoryOpenBatchStore
 from tests.budget_fakes import InMemoryBudgetLedger
-from tests.fakes import InMemoryJobRepository
+from tests.fakes import InMemoryJobRepository, job_record
 from tests.support.worker_world import World
 from tests.unit.test_extract_worker import VALID, extract_job
 from tests.unit.test_worker_flex import long_job
@@ -125,11 +125,10 @@ def test_a_batch_job_waits_on_its_batch_then_succeeds_without_a_model_call(
 
     batch.api.finish(batch_id, "completed", {call.custom_id: "The batch's summary."})
     report = poll(batch.poller)
-    assert report.handed_back == 1
+    # The poller ends a one-step job itself (the usual terminal write under the hold): no hand-back,
+    # no second claim, no second message.
+    assert (report.finished, report.handed_back) == (1, 0)
     assert batch.store.batches == {}
-    assert world.current(job).status is JobStatus.PENDING
-
-    batch.redeliver(job)
 
     done = world.current(job)
     assert done.status is JobStatus.SUCCEEDED
@@ -137,9 +136,11 @@ def test_a_batch_job_waits_on_its_batch_then_succeeds_without_a_model_call(
     assert done.usage is not None
     assert done.usage.tiers == frozenset({Tier.BATCH})
     assert done.waiting_for is None
-    stored = world.payloads.find_result(job.job_id)
-    assert stored is not None
-    assert stored[1].output == "The batch's summary."
+    assert done.lease_token is None
+    result = done.inline_result()
+    assert result is not None
+    assert result.output == "The batch's summary."  # in the terminal write itself
+    assert handed_back_marker(batch_id) in done.batches_seen  # none of its usage is late
 
 
 def test_an_expired_batch_sends_the_call_to_flex(world: World, batch: Batch) -> None:
@@ -259,7 +260,7 @@ def test_a_tenant_without_a_limit_gets_late_usage_on_the_job_and_no_budget_write
     assert batch.ledger.writes == []
 
 
-def test_answers_kept_by_a_hand_back_are_never_late_usage_even_after_a_later_cancel(
+def test_an_answer_that_ended_its_job_is_never_late_usage_when_the_run_is_repeated(
     world: World, batch: Batch
 ) -> None:
     job = world.job(tier=Tier.BATCH, budget=BudgetHold(period="2026-12", tokens=500))
@@ -269,17 +270,15 @@ def test_answers_kept_by_a_hand_back_are_never_late_usage_even_after_a_later_can
     batch.api.finish(batch_id, "completed", {call.custom_id: "Kept."})
     kept = batch.store.batches[batch_id]
     poll(batch.poller)
-    assert world.current(job).status is JobStatus.PENDING
-    world.repository.transition(
-        Transition(
-            job_id=job.job_id, source=JobStatus.PENDING, target=JobStatus.CANCELED, now=world.clock.now()
-        )
-    )
+    assert world.current(job).status is JobStatus.SUCCEEDED
 
     batch.store.put(kept)  # a crash before the delete: the next run sees the batch again
     poll(batch.poller)
 
-    assert world.current(job).usage is None  # the answer was kept (its usage is the result's)
+    ended = world.current(job)
+    assert ended.usage is not None
+    assert ended.usage.input_tokens == 10  # the answer's, once: none of it is late usage
+    assert ended.late_tokens == 0
     assert batch.ledger.writes == []
 
 
@@ -306,8 +305,11 @@ def test_a_poller_run_repeated_over_an_ended_batch_changes_nothing(world: World,
     batch.store.put(kept)  # a crash before the delete: the next run sees the batch again
     poll(batch.poller)
 
-    assert len(world.queues[Lane.SHARED].sent) == 1
-    assert world.current(job).status is JobStatus.PENDING
+    assert world.queues[Lane.SHARED].sent == []  # ended by the poller: no message at all
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert done.usage is not None
+    assert done.usage.input_tokens == 10
 
 
 def test_a_stream_with_tier_batch_is_refused() -> None:
@@ -352,15 +354,15 @@ def test_a_long_document_goes_batch_by_batch_and_ends_with_its_final_output(
     assert done.attempts == 1
 
 
-class CrashOnHandBack(InMemoryJobRepository):
-    """A poller that dies right after writing the answers, before the job's hand-back."""
+class CrashOnTerminalWrite(InMemoryJobRepository):
+    """A poller that dies right after reading the answers, before the job's terminal write."""
 
     def __init__(self) -> None:
         super().__init__()
         self.crash = True
 
     def transition(self, transition: Transition) -> JobRecord:
-        if self.crash and transition.target is JobStatus.PENDING and transition.batch_fallback is False:
+        if self.crash and transition.target is JobStatus.SUCCEEDED:
             self.crash = False
             raise RuntimeError("the poller's invocation died")
         return super().transition(transition)
@@ -378,13 +380,13 @@ def test_a_batch_the_poller_cannot_read_does_not_hold_up_the_others(world: World
 
     report = poll(batch.poller)
 
-    assert (report.errors, report.handed_back) == (1, 1)
-    assert world.current(second).status is JobStatus.PENDING
+    assert (report.errors, report.finished) == (1, 1)
+    assert world.current(second).status is JobStatus.SUCCEEDED
     assert broken in batch.store.batches  # tried again at the next run
 
 
 def test_a_poller_that_dies_midway_loses_nothing_and_pays_nothing_twice() -> None:
-    repository = CrashOnHandBack()
+    repository = CrashOnTerminalWrite()
     world = World(repository=repository)
     try:
         batch = Batch(world)
@@ -398,7 +400,6 @@ def test_a_poller_that_dies_midway_loses_nothing_and_pays_nothing_twice() -> Non
         assert batch_id in batch.store.batches  # still open: the next run sees it through
         poll(batch.poller)
 
-        batch.redeliver(job)
         done = world.current(job)
         assert done.status is JobStatus.SUCCEEDED
         assert world.provider.calls == []
@@ -424,9 +425,91 @@ def test_an_extract_answer_is_kept_only_when_it_matches_its_schema(
 
     batch.api.finish(batch_id, "completed", {call.custom_id: answer})
     poll(batch.poller)
-    batch.redeliver(job)
+    if not kept:
+        batch.redeliver(job)  # handed back to fall back; a kept answer ended the job at the poll
 
     done = world.current(job)
     assert done.status is JobStatus.SUCCEEDED
     assert done.batch_fallback is not kept
     assert len(world.provider.calls) == (0 if kept else 1)  # an answer off its schema is asked again
+
+
+def classify_job(world: World, *, input_location: str = "item") -> JobRecord:
+    """A batch classify job whose input (with its labels) is held at `input_location`."""
+    job = job_record(
+        world.clock.now(), tier=Tier.BATCH, operation=Operation.CLASSIFY, input_location=input_location
+    )
+    world.repository.create_job(job, job.dispatch_at + timedelta(minutes=15))
+    labeled = JobInput(job_id=job.job_id, text="Great product.", labels=("Positive", "Negative"))
+    world.payloads.put_input(labeled, input_location, job.expires_at)  # type: ignore[arg-type]
+    return job
+
+
+def test_a_classify_answer_ends_its_job_in_the_callers_spelling_of_the_label(
+    world: World, batch: Batch
+) -> None:
+    job = classify_job(world)
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+    [call] = batch.store.batches[batch_id].calls
+    batch.api.finish(batch_id, "completed", {call.custom_id: "positive."})
+
+    assert poll(batch.poller).finished == 1
+
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    result = done.inline_result()
+    assert result is not None
+    assert result.output == "Positive"  # as the worker's own terminal write would spell it
+
+
+def test_a_classify_job_whose_labels_are_in_s3_is_handed_back_for_a_worker_to_end(
+    world: World, batch: Batch
+) -> None:
+    job = classify_job(world, input_location="s3")
+    world.deliver(job)
+    [batch_id] = batch.run_batcher()
+    [call] = batch.store.batches[batch_id].calls
+    batch.api.finish(batch_id, "completed", {call.custom_id: "Negative"})
+
+    report = poll(batch.poller)
+
+    assert (report.finished, report.handed_back) == (0, 1)
+    batch.redeliver(job)
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert world.provider.calls == []  # the worker adopts the answer the poller stored
+
+
+class CancelBeforeTerminalWrite(InMemoryJobRepository):
+    """A cancel request lands between the poller's read of the job and its Succeeded write."""
+
+    def transition(self, transition: Transition) -> JobRecord:
+        if transition.target is JobStatus.SUCCEEDED:
+            current = self.jobs[transition.job_id]
+            self.jobs[transition.job_id] = current.model_copy(
+                update={"status": JobStatus.CANCELLATION_REQUESTED}
+            )
+        return super().transition(transition)
+
+
+def test_a_cancel_that_races_the_answer_wins_and_the_answer_is_late_usage() -> None:
+    world = World(repository=CancelBeforeTerminalWrite())
+    try:
+        batch = Batch(world)
+        job = world.job(tier=Tier.BATCH, budget=BudgetHold(period="2026-12", tokens=500))
+        world.deliver(job)
+        [batch_id] = batch.run_batcher()
+        [call] = batch.store.batches[batch_id].calls
+        batch.api.finish(batch_id, "completed", {call.custom_id: "Too late."})
+
+        report = poll(batch.poller)
+
+        assert report.finished == 0
+        ended = world.current(job)
+        assert ended.status is JobStatus.CANCELED
+        assert ended.inline_result() is None
+        assert ended.late_tokens == 13  # the answer's 10 + 3, counted as late, once
+        assert batch.ledger.late == {(job.job_id, batch_id): 13}
+    finally:
+        world.close()

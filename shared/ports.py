@@ -111,6 +111,11 @@ class Transition:
     # The poller hands the job back from this provider batch: its answers were kept, so none of
     # them is late usage (JobRecord.batches_seen; JobRepository.count_late_usage).
     batch_seen: str | None = None
+    # What the provider billed for a batch's answers that were not kept (refused, cut by the limit,
+    # off the schema): added to the usage and to the extra usage (no checkpoint holds it), so the
+    # run's settlement counts it, as it counts any failed call that reported usage. Never with
+    # `usage` or `usage_total` (one write cannot ADD to a path twice).
+    unkept_usage: Usage | None = None
     # Only while the job is still in the run this many redrives in (the run a reservation was
     # made after: a redrive that raced another one must not carry a hold made for a stale run).
     require_redrive_count: int | None = None

@@ -414,6 +414,11 @@ def _usage_changes(job: JobRecord, t: Transition) -> dict[str, Any]:
             cached_input_tokens=before.cached_input_tokens + t.usage.cached_input_tokens,
             tiers=before.tiers | t.usage.tiers,
         )
+    if t.unkept_usage is not None:
+        # Added to the usage and to the extra usage's counts (the adapter ADDs both).
+        tokens = Usage(input_tokens=t.unkept_usage.input_tokens, output_tokens=t.unkept_usage.output_tokens)
+        changes["usage"] = add_usage(job.usage, t.unkept_usage)
+        changes["extra_usage"] = add_usage(job.extra_usage, tokens)
     if t.result_usage_counted:
         changes["result_usage_counted"] = True
     return changes

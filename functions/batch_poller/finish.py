@@ -8,8 +8,7 @@ Succeeded write does is done here the same way: the result in the job item when 
 stored first, write-once), the input's last expiry, usage added, the batch marked seen (none of its
 usage is late for the job), and the "job finished" line on-call counts by tenant. A classify answer
 takes the caller's spelling of its label, as the worker's does; the labels come from the job's
-input, read only for classify. A job whose labels this function cannot read (an input held in S3)
-is handed back instead: the worker reads it (functions.worker.service adopts the stored result).
+input (in the job item, or read from where it is stored), read only for classify.
 
 Every write is conditional on the hold, so a run repeated after a crash writes nothing twice; a
 cancel requested meanwhile wins: the job ends Canceled (`cancel`), its answer late.
@@ -87,10 +86,8 @@ def _labels(deps: BatchPollerDependencies, job: JobRecord) -> tuple[bool, tuple[
     """Whether the job's labels are at hand, and they (None for any operation but classify)."""
     if job.operation is not Operation.CLASSIFY:
         return True, None
-    job_input = job.inline_input()
-    if job_input is None and job.input_location == "item":
-        job_input = deps.payloads.get_input(job.job_id, "item")
-    if job_input is None:
+    job_input = job.inline_input() or deps.payloads.get_input(job.job_id, job.input_location)
+    if job_input is None:  # gone (it outlives the job's run): a worker's claim ends the job as such
         return False, None
     return True, job_input.labels or None
 

@@ -25,4 +25,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         metrics.add_metric(name="BatchesOrphaned", unit="Count", value=report.orphaned)
     if report.errors:
         metrics.add_metric(name="BatchPollErrors", unit="Count", value=report.errors)
-    return {"open": report.open, "ended": report.ended, "handedBack": report.handed_back}
+    return {
+        "open": report.open,
+        "ended": report.ended,
+        "finished": report.finished,
+        "handedBack": report.handed_back,
+    }

@@ -35,9 +35,10 @@ from shared.batches import (
     OpenBatch,
     ProviderBatch,
     answer_of,
+    billed_usage,
     schema_of,
 )
-from shared.job import JobRecord, JobResult, StepOutput
+from shared.job import JobRecord, JobResult, StepOutput, Usage, add_usage
 from shared.lifecycle import JobStatus
 from shared.observability import logger
 from shared.ports import JobMessage, Lane, Transition, TransitionConflictError
@@ -64,14 +65,8 @@ def poll(deps: BatchPollerDependencies) -> PollReport:
     """One look at every open batch and every intent left behind (up to the run's limit)."""
     report = PollReport()
     entries = deps.batches.list_open(deps.settings.max_batches_per_run)
-    for intent in entries.intents:
-        try:
-            report.orphaned += resolve_intent(deps, intent)
-        except Exception:  # noqa: BLE001 - logged; one intent must not hold up the batches
-            logger.exception(
-                "the poller could not resolve a batch intent", extra={"intent_id": intent.intent_id}
-            )
-            report.errors += 1
+    # The open batches first: jobs wait on them, and an intent's look-up pages through the
+    # provider's list, which a slow provider could make outlast the run.
     for batch in entries.batches:
         report.open += 1
         report.overdue += batch.overdue(deps.clock.now())
@@ -79,6 +74,14 @@ def poll(deps: BatchPollerDependencies) -> PollReport:
             _look_at(deps, batch, report)
         except Exception:  # noqa: BLE001 - logged; one batch must not hold up the others
             logger.exception("the poller could not see a batch through", extra={"batch_id": batch.batch_id})
+            report.errors += 1
+    for intent in entries.intents:
+        try:
+            report.orphaned += resolve_intent(deps, intent)
+        except Exception:  # noqa: BLE001 - logged; one intent must not hold up the others
+            logger.exception(
+                "the poller could not resolve a batch intent", extra={"intent_id": intent.intent_id}
+            )
             report.errors += 1
     return report
 
@@ -168,7 +171,15 @@ def _move_on(
         _keep(deps, job, call, lines.answers.get(call.custom_id), lines.schemas.get(call.custom_id))
         for call in calls
     ]
-    if _hand_back(deps, job, batch_id, fallback=not all(kept)):
+    # An answer not kept was billed all the same: the job's usage counts it (its run settles it).
+    unkept = add_usage(
+        *(
+            billed_usage(lines.answers[call.custom_id])
+            for call, was_kept in zip(calls, kept, strict=True)
+            if not was_kept and call.custom_id in lines.answers
+        )
+    )
+    if _hand_back(deps, job, batch_id, fallback=not all(kept), unkept=unkept):
         report.handed_back += 1
         return True
     return False
@@ -220,7 +231,14 @@ def _keep(
     return True
 
 
-def _hand_back(deps: BatchPollerDependencies, job: JobRecord, batch_id: str, *, fallback: bool) -> bool:
+def _hand_back(
+    deps: BatchPollerDependencies,
+    job: JobRecord,
+    batch_id: str,
+    *,
+    fallback: bool,
+    unkept: Usage | None = None,
+) -> bool:
     """Pending under the hold, due now, dispatched. The claim that handed the calls off gives its
     attempt back, as a flex deferral does: a job is charged attempts for calls that failed, not for
     waiting on a batch (the next claim looks for a result all the same: functions.worker.service)."""
@@ -235,6 +253,7 @@ def _hand_back(deps: BatchPollerDependencies, job: JobRecord, batch_id: str, *, 
         refund_attempt=True,
         batch_fallback=fallback,
         batch_seen=batch_id,  # its answers were kept: none of this batch's usage is late for it
+        unkept_usage=unkept,
     )
     try:
         moved = deps.repository.transition(transition)

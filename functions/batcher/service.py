@@ -52,15 +52,28 @@ def batch_calls(deps: BatcherDependencies, calls: list[BatchCall]) -> BatcherRep
         deps.batches.put(
             OpenBatch(batch_id=created.batch_id, model=model, created_at=deps.clock.now(), calls=calls_kept)
         )
-        deps.batches.delete_intent(intent.intent_id)
-        for job_id in dict.fromkeys(call.job_id for call in waiting):
-            hold = next(call.hold for call in waiting if call.job_id == job_id)
-            try:
-                deps.repository.record_batch(job_id, hold, created.batch_id)
-            except TransitionConflictError:
-                logger.info("job moved on before its batch was recorded", extra={"job_id": job_id})
+        # Once the batch is recorded nothing after it may fail the invocation: SQS would deliver
+        # the calls again, and a job whose batchId is still unset would go into a second batch.
+        _name_on_jobs(deps, waiting, created.batch_id)
+        try:
+            deps.batches.delete_intent(intent.intent_id)
+        except Exception:  # noqa: BLE001 - harmless left: the poller finds its batch recorded, deletes it
+            logger.warning("the batch's intent was not deleted", extra={"intent_id": intent.intent_id})
         report.batches.append(created.batch_id)
     return report
+
+
+def _name_on_jobs(deps: BatcherDependencies, waiting: list[BatchCall], batch_id: str) -> None:
+    """Record the batch on each job (what status and `ops batches list` show; the poller goes by
+    the batch's calls, so a record that fails costs nothing but the name)."""
+    for job_id in dict.fromkeys(call.job_id for call in waiting):
+        hold = next(call.hold for call in waiting if call.job_id == job_id)
+        try:
+            deps.repository.record_batch(job_id, hold, batch_id)
+        except TransitionConflictError:
+            logger.info("job moved on before its batch was recorded", extra={"job_id": job_id})
+        except Exception:  # noqa: BLE001 - see above: failing here would make a second batch
+            logger.warning("the batch was not recorded on a job", extra={"job_id": job_id})
 
 
 def _waits(deps: BatcherDependencies, call: BatchCall) -> bool:

@@ -144,6 +144,8 @@ class Batch(Construct):
         grants.grant_objects(
             storage.payload_bucket, self.poller, ["GetObject", "PutObject"], [r.RESULT_PREFIX]
         )
+        # A classify job the poller ends reads its labels from its input (batch_poller/finish.py).
+        grants.grant_objects(storage.payload_bucket, self.poller, ["GetObject"], [r.INPUT_PREFIX])
         grants.grant_missing_objects_as_404(storage.payload_bucket, self.poller)
         # Open batches and intents listed and deleted; an orphaned batch recorded (conditional Put).
         grants.grant_table(self.table, self.poller, ["Scan", "DeleteItem", "PutItem"])

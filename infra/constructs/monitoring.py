@@ -188,7 +188,8 @@ class Monitoring(Construct):
                 1,
                 "For 15 minutes at least one tenant has flooded the jobs queue: SQS serves the other "
                 "tenants first, and that tenant's jobs wait longer.",
-                "Find the tenant (the worker's `job finished` lines counted by tenant in Logs Insights), "
+                "Find the tenant (the worker's and the batch poller's `job finished` lines counted by "
+                "tenant in Logs Insights), "
                 "then cap it (`outlast ops tenants set --tenant T --max-running N`), or raise "
                 "workerMaxConcurrency if every tenant is busy.",
                 Runbook.NOISY_TENANTS,

@@ -506,6 +506,10 @@ def _set_index_and_fields(update: UpdateBuilder, t: Transition) -> None:
         _set_usage(update, t.usage_total, t.extra_usage)
     elif t.usage is not None:
         _add_usage(update, t.usage)
+    if t.unkept_usage is not None:
+        _add_usage(update, t.unkept_usage)
+        update.add(EXTRA_INPUT_TOKENS_ATTRIBUTE, t.unkept_usage.input_tokens)
+        update.add(EXTRA_OUTPUT_TOKENS_ATTRIBUTE, t.unkept_usage.output_tokens)
     if t.result_usage_counted:
         update.set(RESULT_USAGE_COUNTED_ATTRIBUTE, True)
     optional = {

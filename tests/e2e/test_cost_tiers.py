@@ -130,6 +130,30 @@ def test_a_batch_job_waits_on_the_providers_batch_then_succeeds(tiers_stack: Run
     assert result.body["output"]
 
 
+def test_a_batch_classify_job_stored_beside_its_item_ends_with_one_of_its_labels(
+    tiers_stack: RunningStack,
+) -> None:
+    # An input over the job item's share is stored on its own: the poller, which ends a one-step
+    # batch job itself, reads the labels from there under its own role
+    token = tiers_stack.token(unique("classify-batch-user"))
+    text = unique("A customer review.") + " The delivery was quick and the product works well." * 250
+    labels = ["Positive", "Negative"]
+    body = {
+        "operation": "classify",
+        "input": {"text": text},
+        "options": {"labels": labels, "model": FLEX_MODEL, "tier": "batch"},
+    }
+
+    document = run(tiers_stack, token, body, 120)
+
+    assert document["status"] == "Succeeded", document
+    assert document["progress"]["totalSteps"] == 1
+    assert document["usage"]["tiers"] == ["batch"]
+    result = tiers_stack.call("GET", f"/v1/jobs/{document['jobId']}/result", token=token)
+    assert result.status == 200
+    assert result.body["output"] in labels
+
+
 def test_a_long_batch_document_goes_through_batch_after_batch(tiers_stack: RunningStack) -> None:
     token = tiers_stack.token(unique("long-batch-user"))
     paragraph = "The archive holds minutes, ledgers and letters from each branch office. "

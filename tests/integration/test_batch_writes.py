@@ -111,6 +111,8 @@ def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepo
             dispatch_at=now,
             refund_attempt=True,
             batch_fallback=True,
+            # What the batch billed for an answer it could not keep.
+            unkept_usage=Usage(input_tokens=10, output_tokens=3, tiers=frozenset({Tier.BATCH})),
         )
     )
 
@@ -120,6 +122,14 @@ def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepo
         assert (job.status, job.waiting_for, job.batch_id) == (JobStatus.PENDING, None, None)
         assert job.batch_fallback
         assert (job.attempts, job.stalls) == (0, 0)
+        assert job.usage is not None
+        assert (job.usage.input_tokens, job.usage.output_tokens, job.usage.tiers) == (
+            10,
+            3,
+            frozenset({Tier.BATCH}),
+        )
+        assert job.extra_usage is not None
+        assert (job.extra_usage.input_tokens, job.extra_usage.output_tokens) == (10, 3)
 
 
 def test_the_owners_list_shows_the_wait_as_the_status_document_does(repository: JobRepository) -> None:

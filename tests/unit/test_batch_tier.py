@@ -463,22 +463,23 @@ def test_a_classify_answer_ends_its_job_in_the_callers_spelling_of_the_label(
     assert result.output == "Positive"  # as the worker's own terminal write would spell it
 
 
-def test_a_classify_job_whose_labels_are_in_s3_is_handed_back_for_a_worker_to_end(
+def test_a_classify_job_whose_input_is_in_s3_ends_in_the_callers_spelling_too(
     world: World, batch: Batch
 ) -> None:
     job = classify_job(world, input_location="s3")
     world.deliver(job)
     [batch_id] = batch.run_batcher()
     [call] = batch.store.batches[batch_id].calls
-    batch.api.finish(batch_id, "completed", {call.custom_id: "Negative"})
+    batch.api.finish(batch_id, "completed", {call.custom_id: "negative."})
 
     report = poll(batch.poller)
 
-    assert (report.finished, report.handed_back) == (0, 1)
-    batch.redeliver(job)
+    assert (report.finished, report.handed_back) == (1, 0)
     done = world.current(job)
     assert done.status is JobStatus.SUCCEEDED
-    assert world.provider.calls == []  # the worker adopts the answer the poller stored
+    result = done.inline_result()
+    assert result is not None
+    assert result.output == "Negative"
 
 
 class CancelBeforeTerminalWrite(InMemoryJobRepository):
@@ -513,3 +514,27 @@ def test_a_cancel_that_races_the_answer_wins_and_the_answer_is_late_usage() -> N
         assert batch.ledger.late == {(job.job_id, batch_id): 13}
     finally:
         world.close()
+
+
+def test_an_answer_not_kept_is_counted_on_the_job_all_the_same(world: World, batch: Batch) -> None:
+    job = extract_job(world, tier=Tier.BATCH)
+    world.provider.text = VALID  # the flex call the unfit answer falls back to
+    world.deliver(job)
+    [call] = world.batcher.calls
+    [batch_id] = batch.run_batcher()
+    batch.api.finish(batch_id, "completed", {call.custom_id: "not json"})  # billed, off its schema
+
+    assert poll(batch.poller).handed_back == 1
+
+    back = world.current(job)
+    assert back.usage is not None
+    assert (back.usage.input_tokens, back.usage.output_tokens) == (10, 3)  # what the batch billed
+    assert back.usage.tiers == frozenset({Tier.BATCH})
+    assert back.extra_usage is not None
+    assert back.extra_usage.input_tokens == 10  # no checkpoint holds these tokens
+    batch.redeliver(job)
+    done = world.current(job)
+    assert done.status is JobStatus.SUCCEEDED
+    assert done.usage is not None
+    assert done.usage.input_tokens > 10  # the batch's tokens and the fallback call's
+    assert Tier.BATCH in done.usage.tiers

@@ -152,9 +152,11 @@ def _cached_share(measured: Measured) -> float:
     return round(measured.cached_input_tokens / measured.input_tokens, 4) if measured.input_tokens else 0
 
 
-def _wait_gb_seconds(measured: Measured, memory_gb: float, tier: Tier) -> float:
-    """The assumed model wait of a job of the standard run, at `tier`."""
-    return memory_gb * measured.model_calls / measured.jobs * CALL_SECONDS[tier] / WAIT_SHARING
+def _wait_gb_seconds(measured: Measured, memory_gb: float, tier: Tier, calls: int | None = None) -> float:
+    """The assumed model wait of a job of the run: the calls a worker waited on (all of the standard
+    run's; `calls` for the batch run) x the assumed seconds per call at `tier`, shared by a batch."""
+    waited = measured.model_calls if calls is None else calls
+    return memory_gb * waited / measured.jobs * CALL_SECONDS[tier] / WAIT_SHARING
 
 
 def _priced(
@@ -221,6 +223,10 @@ def _batch_section(
     all_gb = sum(batched.gb_seconds(name, memory[name]) for name in batched.handlers)
     standard_wait = _wait_gb_seconds(measured, memory[FunctionName.WORKER.value], Tier.STANDARD)
     standard_worker = handler_seconds(h.invocations, FunctionName.WORKER.value, STANDARD_PASS) / measured.jobs
+    # Priced as standard's is (a batch call keeps no worker waiting, so any call here is a fallback's).
+    batch_wait = _wait_gb_seconds(
+        batched, memory[FunctionName.WORKER.value], Tier.STANDARD, calls=batched.worker_calls
+    )
     return {
         "model": model,
         "batchSecondsLocal": h.batch_seconds,
@@ -235,10 +241,14 @@ def _batch_section(
         "handlers": handlers,
         "gbSecondsPerJobAll": round(all_gb, 4),
         "standardWaitGbSecondsPerJob": round(standard_wait, 4),
+        "workerModelCalls": batched.worker_calls,
+        "waitCallSeconds": CALL_SECONDS[Tier.STANDARD],
+        "modelWaitGbSecondsPerJob": round(batch_wait, 4),
         "standardWorkerGbSecondsPerJob": round(standard_worker * memory[FunctionName.WORKER.value], 4),
         "aims": compare(
             batch_token_usd=batch_usd,
             standard_token_usd=standard_usd,
+            batch_wait_gb_seconds=batch_wait,
             batch_worker_gb_seconds=worker_gb,
             batch_all_gb_seconds=all_gb,
             standard_wait_gb_seconds=standard_wait,

@@ -323,6 +323,9 @@ def test_token_section_runs_the_workload_through_the_batch_tier(report: tuple[di
     # at half the price: the token aim is met; the Lambda-time verdicts are given, met or not
     assert run["perJob"] == section["perJob"]
     assert run["aims"]["tokenUsd"]["verdict"] == "met"
+    # And no worker waited on a model call: every call went into a provider batch
+    assert run["workerModelCalls"] == 0
+    assert run["aims"]["modelWaitGbSeconds"]["verdict"] == "met"
     assert {aim["verdict"] for aim in run["aims"].values()} <= {"met", "missed"}
     # And the batch rows are that run's, as the report says
     batch = {(row["model"], row["tier"]): row for row in section["tiers"]}[("gpt-5-mini", "batch")]

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from openai import OpenAI
@@ -20,7 +20,7 @@ from shared.adapters.dynamodb_batches import DynamoOpenBatchStore
 from shared.adapters.openai_batches import OpenAIBatchApi
 from shared.batch_ports import BatchApi, OpenBatchStore
 from shared.batches import BatchCall, BatchIntent, OpenBatch, OpenEntries, input_file
-from shared.job import Usage, handed_back_marker, late_marker
+from shared.job import JobRecord, Usage, handed_back_marker, late_marker
 from shared.lifecycle import JobStatus
 from shared.ports import JobRepository, Lease, Transition, TransitionConflictError
 from shared.tiers import Tier
@@ -96,12 +96,10 @@ def test_the_hold_shows_the_wait_and_the_batch_is_recorded_under_it(repository: 
         repository.record_batch(job_id, "another-claim", "batch_2")
 
 
-def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepository) -> None:
-    job_id, _ = waiting(repository)
-    repository.record_batch(job_id, "hold", "batch_1")
+def hand_back(repository: JobRepository, job_id: str, **fields: Any) -> JobRecord:
+    """The poller's hand-back under the hold "hold": Pending, due now, its attempt given back."""
     now = jobs.now_millis()
-
-    back = repository.transition(
+    return repository.transition(
         Transition(
             job_id=job_id,
             source=JobStatus.RUNNING,
@@ -110,10 +108,21 @@ def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepo
             lease_token="hold",
             dispatch_at=now,
             refund_attempt=True,
-            batch_fallback=True,
-            # What the batch billed for an answer it could not keep.
-            unkept_usage=Usage(input_tokens=10, output_tokens=3, tiers=frozenset({Tier.BATCH})),
+            **fields,
         )
+    )
+
+
+def test_a_hand_back_ends_the_wait_and_may_mark_the_fallback(repository: JobRepository) -> None:
+    job_id, _ = waiting(repository)
+    repository.record_batch(job_id, "hold", "batch_1")
+
+    back = hand_back(
+        repository,
+        job_id,
+        batch_fallback=True,
+        # What the batch billed for an answer it could not keep.
+        unkept_usage=Usage(input_tokens=10, output_tokens=3, tiers=frozenset({Tier.BATCH})),
     )
 
     read = repository.get_job(job_id)
@@ -194,22 +203,10 @@ def test_late_usage_comes_onto_an_ended_job_once_per_batch(repository: JobReposi
 def test_late_usage_is_refused_for_a_job_handed_back_or_not_ended(repository: JobRepository) -> None:
     job_id, _ = waiting(repository)
     assert repository.count_late_usage(job_id, "batch_1", BILLED) is None  # still waiting
-    now = jobs.now_millis()
-    back = repository.transition(
-        Transition(
-            job_id=job_id,
-            source=JobStatus.RUNNING,
-            target=JobStatus.PENDING,
-            now=now,
-            lease_token="hold",
-            dispatch_at=now,
-            refund_attempt=True,
-            batch_seen="batch_1",
-        )
-    )
+    back = hand_back(repository, job_id, batch_seen="batch_1")
     assert back.batches_seen == {handed_back_marker("batch_1")}
     repository.transition(
-        Transition(job_id=job_id, source=JobStatus.PENDING, target=JobStatus.CANCELED, now=now)
+        Transition(job_id=job_id, source=JobStatus.PENDING, target=JobStatus.CANCELED, now=jobs.now_millis())
     )
 
     assert repository.count_late_usage(job_id, "batch_1", BILLED) is None  # its answers were kept
